@@ -114,6 +114,47 @@ export const RUNS: ReadonlyArray<string> = [
   // desktop entries and the user's services
   ".local/share/applications",
   ".local/share/systemd",
+  // found since: what less, vi, gdb, maven and node read or run as they start; more shells' files, terminals, X
+  // sessions, editors' servers and version managers whose installs sit beside the shims on PATH
+  ".lesskey",
+  ".config/lesskey",
+  ".exrc",
+  ".gvimrc",
+  ".config/vim",
+  ".emacs.el",
+  ".config/gdb",
+  ".mavenrc",
+  ".node_modules",
+  ".node_libraries",
+  ".bash_aliases",
+  ".config/zsh",
+  ".vscode-server",
+  ".vscode-oss",
+  ".cursor-server",
+  ".config/VSCodium",
+  ".config/Cursor/User",
+  ".julia/config",
+  ".ghci",
+  ".erlang",
+  ".iex.exs",
+  ".ocamlinit",
+  ".pdbrc",
+  ".duckdbrc",
+  ".wezterm.lua",
+  ".config/wezterm",
+  ".config/kitty",
+  ".config/alacritty",
+  ".config/ghostty",
+  ".xinitrc",
+  ".xsession",
+  ".config/plasma-workspace",
+  ".gem",
+  "R",
+  ".lein",
+  ".sbt",
+  ".antrc",
+  ".huskyrc",
+  ".asdf",
 ]
 
 /** How deep git's includes are followed (git itself stops at 10). */
@@ -226,10 +267,21 @@ export const pathFolders = (home: string, path: string | undefined): ReadonlyArr
  * apt's hooks), its boot files, its programs and libraries, and the users' crontabs. A change here is a person's,
  * where core may make one at all (run by root).
  */
-export const SYSTEM_PLACES: ReadonlyArray<string> = ["/etc", "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/var/spool/cron"]
-
-/** System folders whose PATH folders are not listed for links (their installs lie in the system prefix anyway). */
-const SYSTEM = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/snap", "/nix"]
+export const SYSTEM_PLACES: ReadonlyArray<string> = [
+  "/etc",
+  "/boot",
+  "/usr",
+  "/bin",
+  "/sbin",
+  "/lib",
+  "/lib32",
+  "/lib64",
+  "/libx32",
+  "/var/spool/cron",
+  // the package managers' own scripts, run as root at the next install or upgrade
+  "/var/lib/dpkg",
+  "/var/lib/rpm",
+]
 
 /**
  * Where a program installed as a symlink lives: the package holding its target (the directory under the nearest
@@ -250,8 +302,8 @@ export const installOf = (target: string): string => {
 /**
  * What the PATH folders' programs are made of, besides the folders: the prefix a `bin` or `sbin` folder belongs to
  * (`~/miniconda3` of `~/miniconda3/bin`, whose site-packages every `python3` there imports; never the home or `/`),
- * and the installs the links in a folder outside the system's lead into (installOf: `~/.local/share/dev-tool` of
- * `~/.local/bin/dev-tool`).
+ * and the installs their links lead into (installOf: `~/.local/share/dev-tool` of `~/.local/bin/dev-tool`,
+ * `/opt/app` of `/usr/local/bin/app`), but where the system's places hold them already.
  */
 const madeOf = (home: string, folders: ReadonlyArray<string>): ReadonlyArray<string> => {
   const found: Array<string> = []
@@ -259,7 +311,9 @@ const madeOf = (home: string, folders: ReadonlyArray<string>): ReadonlyArray<str
     const name = basename(folder)
     const prefix = dirname(folder)
     if ((name === "bin" || name === "sbin") && prefix !== home && prefix !== "/") found.push(prefix, really(prefix))
-    if (SYSTEM.some((root) => within(root, folder))) continue
+    // The system's own folders hold what its packages link (thousands of links, a look-up each): not looked into, but
+    // /usr/local, where a person links what they install by hand.
+    if (SYSTEM_PLACES.some((place) => within(place, folder)) && !within("/usr/local", folder)) continue
     let entries: Array<Dirent>
     try {
       entries = readdirSync(folder, { withFileTypes: true })
@@ -271,7 +325,8 @@ const madeOf = (home: string, folders: ReadonlyArray<string>): ReadonlyArray<str
       try {
         const target = realpathSync(join(folder, entry.name))
         const install = installOf(target)
-        if (!within(folder, target) && install !== home && install !== "/") found.push(install)
+        const system = SYSTEM_PLACES.some((place) => within(place, install))
+        if (!within(folder, target) && !system && install !== home && install !== "/") found.push(install)
       } catch {
         // A dangling link runs nothing.
       }
@@ -286,6 +341,8 @@ const PLACES_MS = 2_000
 export interface Places {
   readonly key: string
   readonly at: number
+  /** Whether a Location holds any of the places (holdsAny), by Location. */
+  readonly holding: Map<string, boolean>
   /** The PATH folders, their prefixes and the installs their links lead into, as given and where each really is. */
   readonly programs: ReadonlyArray<string>
   /**
@@ -307,10 +364,26 @@ export const placesOf = (home: string, path: string | undefined): Places => {
   cached = {
     key,
     at: now,
+    holding: new Map(),
     programs: [...new Set([...folders, ...madeOf(home, folders)])],
     home: [...new Set([...places, ...places.map(really)])],
   }
   return cached
+}
+
+/**
+ * Whether any place of `places` (but a project's own PATH folders), or of the system's, lies in `location`
+ * (remembered with the places).
+ */
+const holdsAny = (places: Places, home: string, location: string): boolean => {
+  let holds = places.holding.get(location)
+  if (holds === undefined) {
+    holds =
+      [...places.home, ...SYSTEM_PLACES].some((place) => within(location, place)) ||
+      places.programs.some((folder) => within(location, folder) && !projectOwn(places, home, location, folder))
+    places.holding.set(location, holds)
+  }
+  return holds
 }
 
 /**
@@ -352,6 +425,8 @@ export const change = (
 ): string | undefined => {
   if (granted.some((grant) => within(grant, real))) return undefined
   const places = placesOf(home, path)
+  // Most changes are a project's files: inside a Location holding none of these places, none is at stake.
+  if (within(location, real) && within(location, requested) && !holdsAny(places, home, location)) return undefined
   // Where both the path and the Location lie in a folder, the path is the project's own.
   const own = (folder: string) => within(folder, location) && within(location, real)
   const at = (place: string) => within(place, real) || within(place, requested)

@@ -237,16 +237,19 @@ const workOut = (
   const systemRead = Landlock.granted(Landlock.SYSTEM_READABLE, enclosed === undefined ? secret : [...secret, enclosed])
   const developerRead = Toolchains.readable(home).map(Landlock.real).filter(exists)
   const homeward = Landlock.granted([...developerRead, ...Home.programs(env.PATH, Landlock.SYSTEM_READABLE, untrusted, enclosed)], secret)
-  // Where the user's programs come from; one not made yet, by the nearest folder above it under the home (a
-  // command approved `~/.dotnet` must not make the `~/.dotnet/tools` on PATH), but the home's shared folders (a
-  // grant holding one is split around core's directories and the stores in it, so it cannot make a name there).
-  const shared = [home, ...[".config", ".local", ".local/share", ".cache"].map((folder) => join(home, folder))]
+  // Where the user's programs come from; one not made yet, by the nearest folder above it (a command approved
+  // `~/.dotnet` or `/opt` must not make the `~/.dotnet/tools` or `/opt/tools/bin` on PATH), but `/` and the home's
+  // shared folders (a grant holding one is split around core's directories and the stores in it, so it cannot make
+  // a name there).
+  const shared = ["/", home, ...[".config", ".local", ".local/share", ".cache"].map((folder) => join(home, folder))]
   const readOnly = [
     ...new Set(
       Toolchains.unchangeable(home, env.PATH, Landlock.real(policy.location)).flatMap((place) => {
+        // The system's places that a system lacks (/lib32) are not made by a command: /var/lib is not kept for them.
+        if (Toolchains.SYSTEM_PLACES.includes(place) && !exists(place)) return []
         let found = place
         while (!exists(found) && dirname(found) !== found) found = dirname(found)
-        return found === place || (within(home, found) && !shared.includes(found)) ? [Landlock.real(found)] : []
+        return found === place || !shared.includes(found) ? [Landlock.real(found)] : []
       }),
     ),
   ]

@@ -196,12 +196,38 @@ describe("the user's programs and toolchains", () => {
     await refused(box, "write", { filePath: join(home, "scripts/pager.sh"), content: "#!/bin/sh\ntouch /tmp/pwned\n" }, join(home, "scripts/pager.sh"))
     await refused(box, "write", { filePath: join(home, ".git-templates/hooks/post-checkout"), content: "#!/bin/sh\n" }, join(home, ".git-templates"))
     // Folders no system has, so that nothing is planted should the check fail.
-    const planted = ["/etc/core-test-cron.d", "/usr/local/core-test-bin"]
+    const planted = ["/etc/core-test-cron.d", "/usr/local/core-test-bin", "/var/lib/dpkg/core-test-info"]
     try {
-      for (const folder of planted) await refused(box, "write", { filePath: join(folder, "job"), content: "* * * * * root touch /tmp/pwned\n" }, folder.split("/").slice(0, 2).join("/"))
+      for (const folder of planted) {
+        const place = folder.startsWith("/var/") ? "/var/lib/dpkg" : folder.split("/").slice(0, 2).join("/")
+        await refused(box, "write", { filePath: join(folder, "job"), content: "* * * * * root touch /tmp/pwned\n" }, place)
+      }
       for (const folder of planted) expect([folder, existsSync(folder)]).toEqual([folder, false])
     } finally {
       for (const folder of planted) rmSync(folder, { recursive: true, force: true })
     }
+  }, 120_000)
+  test("an install a hand-made link in /usr/local/bin leads into, and what less, vi and the shell's aliases run, are refused too", async () => {
+    const box = sandbox({ "core.json": ALLOW_EVERYWHERE })
+    const home = box.user.home
+    mkdirSync(join(home, "apps/tool/bin"), { recursive: true })
+    writeFileSync(join(home, "apps/tool/bin/tool"), "#!/bin/sh\necho tool\n", { mode: 0o755 })
+    const link = `/usr/local/bin/core-test-${Math.random().toString(36).slice(2, 8)}`
+    let linked = false
+    try {
+      symlinkSync(join(home, "apps/tool/bin/tool"), link)
+      linked = true
+    } catch {
+      // Not root: /usr/local/bin is not this user's to link in.
+    }
+    try {
+      if (linked) await refused(box, "edit", { filePath: join(home, "apps/tool/bin/tool"), oldString: "echo tool", newString: "echo PWNED" }, join(home, "apps/tool"))
+      for (const [path, place] of [[".lesskey", ".lesskey"], [".exrc", ".exrc"], [".bash_aliases", ".bash_aliases"], [".node_modules/lodash/index.js", ".node_modules"]] as const) {
+        await refused(box, "write", { filePath: join(home, path), content: "x\n" }, join(home, place))
+      }
+    } finally {
+      if (linked) rmSync(link, { force: true })
+    }
+    expect(readFileSync(join(home, "apps/tool/bin/tool"), "utf8")).toBe("#!/bin/sh\necho tool\n")
   }, 120_000)
 })

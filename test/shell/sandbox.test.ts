@@ -234,6 +234,20 @@ describe("the shell sandbox", () => {
     expect(existsSync(join(dotnet, "tools"))).toBe(false)
   })
 
+  // The same outside the home: PATH named /opt/…/tools/bin, not made yet, and a command with /opt/… approved made it.
+  test.skipIf(!LANDLOCK)(`a PATH folder not made yet outside the home cannot be made by a command either${needs}`, async () => {
+    const location = tempDir("core-loc-")
+    const opt = mkdtempSync("/var/tmp/core-opt-")
+    try {
+      const env = { PATH: `${join(opt, "tools/bin")}:${process.env.PATH}`, HOME: tempDir("core-user-") }
+      const result = await run(`mkdir -p ${opt}/tools/bin && echo x > ${opt}/tools/bin/git`, location, [opt], shell, env)
+      expect(result.exitCode).not.toBe(0)
+      expect(existsSync(join(opt, "tools"))).toBe(false)
+    } finally {
+      rmSync(opt, { recursive: true, force: true })
+    }
+  })
+
   // core.json granted `out` (in the Location) for writing; a command made `out` a link to ~/.local/bin, and the next
   // command's grant followed it there.
   test.skipIf(!LANDLOCK)(`a shell.allowWrite grant in the Location that a link leads elsewhere grants nothing${needs}`, async () => {
