@@ -314,25 +314,34 @@ const madeOf = (home: string, folders: ReadonlyArray<string>): ReadonlyArray<str
     // The system's own folders hold what its packages link (thousands of links, a look-up each): not looked into, but
     // /usr/local, where a person links what they install by hand.
     if (SYSTEM_PLACES.some((place) => within(place, folder)) && !within("/usr/local", folder)) continue
-    let entries: Array<Dirent>
-    try {
-      entries = readdirSync(folder, { withFileTypes: true })
-    } catch {
-      continue
-    }
-    for (const entry of entries) {
-      if (!entry.isSymbolicLink()) continue
-      try {
-        const target = realpathSync(join(folder, entry.name))
-        const install = installOf(target)
-        const system = SYSTEM_PLACES.some((place) => within(place, install))
-        if (!within(folder, target) && !system && install !== home && install !== "/") found.push(install)
-      } catch {
-        // A dangling link runs nothing.
-      }
+    for (const target of linkTargets(folder)) {
+      const install = installOf(target)
+      const system = SYSTEM_PLACES.some((place) => within(place, install))
+      if (!within(folder, target) && !system && install !== home && install !== "/") found.push(install)
     }
   }
   return found
+}
+
+/** Where each symbolic link in `folder` really leads (a dangling one runs nothing); none when it cannot be listed. */
+export const linkTargets = (folder: string): ReadonlyArray<string> => {
+  let entries: Array<Dirent>
+  try {
+    // The entries' types come with the listing: only links cost a look-up.
+    entries = readdirSync(folder, { withFileTypes: true })
+  } catch {
+    return []
+  }
+  const targets: Array<string> = []
+  for (const entry of entries) {
+    if (!entry.isSymbolicLink()) continue
+    try {
+      targets.push(realpathSync(join(folder, entry.name)))
+    } catch {
+      // Dangling.
+    }
+  }
+  return targets
 }
 
 /** How long the places worked out for one home and PATH are reused: each is a few dozen lookups on the disk. */

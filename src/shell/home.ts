@@ -5,7 +5,7 @@ export * as Home from "./home"
 // and what they are installed from, and the cache variables that point tools at a cache of the Location's own. It
 // works out paths only; ./sandbox turns them into grants, and nothing here decides permissions.
 
-import { type Dirent, lstatSync, readdirSync, realpathSync } from "node:fs"
+import { lstatSync, readdirSync, realpathSync } from "node:fs"
 import { isAbsolute, join, resolve, sep } from "node:path"
 import { Credentials } from "../permission/credentials"
 import { Toolchains } from "../permission/toolchains"
@@ -88,21 +88,8 @@ export const programs = (
     if (skipped(directory)) continue
     found.push(directory)
     if (untrusted.some((root) => within(root, directory))) continue
-    let entries: Array<Dirent>
-    try {
-      // The entries' types come with the listing: only links cost a look-up.
-      entries = readdirSync(directory, { withFileTypes: true })
-    } catch {
-      continue
-    }
-    for (const entry of entries) {
-      if (!entry.isSymbolicLink()) continue
-      try {
-        const target = realpathSync(join(directory, entry.name))
-        if (!within(directory, target) && !skipped(target)) found.push(Toolchains.installOf(target))
-      } catch {
-        // A dangling link runs nothing.
-      }
+    for (const target of Toolchains.linkTargets(directory)) {
+      if (!within(directory, target) && !skipped(target)) found.push(Toolchains.installOf(target))
     }
   }
   return found
