@@ -237,19 +237,21 @@ const workOut = (
   const systemRead = Landlock.granted(Landlock.SYSTEM_READABLE, enclosed === undefined ? secret : [...secret, enclosed])
   const developerRead = Toolchains.readable(home).map(Landlock.real).filter(exists)
   const homeward = Landlock.granted([...developerRead, ...Home.programs(env.PATH, Landlock.SYSTEM_READABLE, untrusted, enclosed)], secret)
-  // Where the user's programs come from; one not made yet, by the nearest folder above it (a command approved
-  // `~/.dotnet` or `/opt` must not make the `~/.dotnet/tools` or `/opt/tools/bin` on PATH), but `/` and the home's
-  // shared folders (a grant holding one is split around core's directories and the stores in it, so it cannot make
-  // a name there).
-  const shared = ["/", home, ...[".config", ".local", ".local/share", ".cache"].map((folder) => join(home, folder))]
+  // Where the user's programs come from; one not made yet, by the folder that would hold it (a command approved
+  // `~/.dotnet` must not make the `~/.dotnet/tools` on PATH), where that folder is there and is no shared one: not
+  // `/`, the temp directories or the home's `~/.config`, `~/.local`, `~/.cache` (a grant holding one of these is split
+  // around core's directories and the stores in it), and never a folder further up (npm puts `X/node_modules/.bin`
+  // on PATH for every folder X above where it runs: `/tmp` or `~/projects` are not kept for that).
+  const shared = ["/", home, system, "/var/tmp", ...[".config", ".local", ".local/share", ".cache"].map((folder) => join(home, folder))]
   const readOnly = [
     ...new Set(
       Toolchains.unchangeable(home, env.PATH, Landlock.real(policy.location)).flatMap((place) => {
-        // The system's places that a system lacks (/lib32) are not made by a command: /var/lib is not kept for them.
-        if (Toolchains.SYSTEM_PLACES.includes(place) && !exists(place)) return []
-        let found = place
-        while (!exists(found) && dirname(found) !== found) found = dirname(found)
-        return found === place || !shared.includes(found) ? [Landlock.real(found)] : []
+        if (exists(place)) return [Landlock.real(place)]
+        const parent = dirname(place)
+        // The system's places that a system lacks (/lib32) are not made by a command anyway.
+        if (Toolchains.SYSTEM_PLACES.includes(place) || !exists(parent)) return []
+        const real = Landlock.real(parent)
+        return shared.includes(real) ? [] : [real]
       }),
     ),
   ]
@@ -391,10 +393,9 @@ export const prepare = (
   // though never carved out of the Location or temp where it holds them (a Location under ~/go); a directory approved
   // for the call inside one (`~/.cargo/bin`, a PATH folder) is not granted: a change there is a person's to make.
   const write = [
-    ...[policy.location, temporary ?? system].flatMap((root) => {
-      const real = Landlock.real(root)
-      return Landlock.granted([real], [...secret, ...made.readOnly.filter((path) => !within(path, real))])
-    }),
+    ...Landlock.granted([Landlock.real(policy.location)], [...secret, ...made.readOnly.filter((path) => !within(path, Landlock.real(policy.location)))]),
+    // The temp directory is every command's: what lies in it (a clone's node_modules/.bin on PATH) is not kept there.
+    ...Landlock.granted([Landlock.real(temporary ?? system)], secret),
     ...Landlock.granted(policy.approved, [...secret, ...made.readOnly]),
     cache,
     ...allowed,

@@ -234,17 +234,24 @@ describe("the shell sandbox", () => {
     expect(existsSync(join(dotnet, "tools"))).toBe(false)
   })
 
-  // The same outside the home: PATH named /opt/…/tools/bin, not made yet, and a command with /opt/… approved made it.
+  // The same outside the home: PATH named /opt/app/bin, not made yet, and a command with /opt/app approved made it.
+  // Only the folder that would hold it is kept: npm puts X/node_modules/.bin on PATH for every folder X above where
+  // it runs, and /tmp or ~/projects kept for that broke every directory approved in them.
   test.skipIf(!LANDLOCK)(`a PATH folder not made yet outside the home cannot be made by a command either${needs}`, async () => {
     const location = tempDir("core-loc-")
     const opt = mkdtempSync("/var/tmp/core-opt-")
+    const projects = mkdtempSync("/var/tmp/core-projects-")
     try {
-      const env = { PATH: `${join(opt, "tools/bin")}:${process.env.PATH}`, HOME: tempDir("core-user-") }
-      const result = await run(`mkdir -p ${opt}/tools/bin && echo x > ${opt}/tools/bin/git`, location, [opt], shell, env)
+      mkdirSync(join(projects, "lib"))
+      const env = { PATH: `${join(opt, "bin")}:${join(projects, "node_modules/.bin")}:${process.env.PATH}`, HOME: tempDir("core-user-") }
+      const result = await run(`mkdir -p ${opt}/bin && echo x > ${opt}/bin/git`, location, [opt], shell, env)
       expect(result.exitCode).not.toBe(0)
-      expect(existsSync(join(opt, "tools"))).toBe(false)
+      expect(existsSync(join(opt, "bin"))).toBe(false)
+      const beside = await run(`echo x > ${projects}/lib/a.txt`, location, [join(projects, "lib")], shell, env)
+      expect([beside.exitCode, readFileSync(join(projects, "lib/a.txt"), "utf8")]).toEqual([0, "x\n"])
     } finally {
       rmSync(opt, { recursive: true, force: true })
+      rmSync(projects, { recursive: true, force: true })
     }
   })
 
