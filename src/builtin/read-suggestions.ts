@@ -7,6 +7,7 @@ import { readdirSync } from "node:fs"
 import { basename, dirname, extname, join, relative } from "node:path"
 import * as Effect from "effect/Effect"
 import { Boundary } from "../permission/boundary"
+import { Pinned } from "../permission/pinned"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { Ripgrep } from "./ripgrep"
@@ -50,16 +51,15 @@ export const suggestions = (services: Builtin.Services, context: Tool.Context, r
         return within.filter((_, index) => decisions[index]?.effect !== "deny")
       })
     const parent = dirname(real)
-    let beside: Array<string> = []
-    try {
-      beside = readdirSync(parent)
-        .map((name) => ({ name, score: likeness(wanted, name) }))
-        .filter((entry): entry is { name: string; score: number } => entry.score !== undefined)
-        .sort((a, b) => a.score - b.score || (a.name < b.name ? -1 : 1))
-        .map((entry) => join(parent, entry.name))
-    } catch {
-      // the directory is missing too
-    }
+    // Listed through the folder as checked (Pinned): one swapped since for a link out of the Location (a command's
+    // race) is refused rather than listed. rg's walk below is confined to the Location by the kernel.
+    const beside = (yield* Effect.promise(() =>
+      Pinned.within(parent, async (held) => readdirSync(held.at(""))).catch(() => [] as Array<string>),
+    ))
+      .map((name) => ({ name, score: likeness(wanted, name) }))
+      .filter((entry): entry is { name: string; score: number } => entry.score !== undefined)
+      .sort((a, b) => a.score - b.score || (a.name < b.name ? -1 : 1))
+      .map((entry) => join(parent, entry.name))
     const found = (yield* readable(beside)).slice(0, MAX_SUGGESTIONS)
     if (found.length >= MAX_SUGGESTIONS) return found
     const elsewhere: Array<string> = []

@@ -3,7 +3,7 @@
 // files that vanish or change while being read, and its permission checks (denial, paths leading out).
 
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, readdirSync, readlinkSync, realpathSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from "node:fs"
+import { mkdirSync, readdirSync, readlinkSync, realpathSync, renameSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from "node:fs"
 import { open } from "node:fs/promises"
 import { constants } from "node:fs"
 import { join } from "node:path"
@@ -392,6 +392,22 @@ describe("read: files that change", () => {
       kind: "failure",
       message: "going.txt was removed or replaced while it was being read. Check that it still exists, then read it again.",
     })
+  })
+
+  // A hostile model's race: a command swaps the folder of a missing file for a link out of the Location between
+  // read's check and its listing of names alike; the names beside it are listed through the folder as checked.
+  test("a folder swapped for a link out of the Location after the check suggests no name from outside", async () => {
+    const directory = tempDir()
+    const outside = tempDir("core-outside-")
+    writeFileSync(join(outside, "secret-token.txt"), "token\n")
+    mkdirSync(join(directory, "sub"))
+    const settlement = await settleAsking(directory, "read", { filePath: "sub/secret-tokn.txt" }, [{ action: "read", resource: "*", effect: "ask" }], () => {
+      renameSync(join(directory, "sub"), join(directory, "sub.was"))
+      symlinkSync(outside, join(directory, "sub"))
+      return { reply: "once" }
+    })
+    expect(settlement.error?.message).toStartWith("File not found: sub/secret-tokn.txt.")
+    expect(settlement.error?.message).not.toContain("secret-token")
   })
 
   test("a file that changes while it is being read is a clean failure", async () => {
