@@ -44,10 +44,11 @@ const residentOf = (pid: number): number | undefined => {
 export const MAX_WAITING = 32
 
 /**
- * How long a page may wait for its turn (as long as one conversion may take): a flood of slow pages is refused, not
- * waited out by every other call.
+ * How long a page may wait for its turn: a flood of slow pages is refused, not waited out by every other call. A
+ * little longer than one conversion may take, so that a page whose session has none converting is given the first
+ * turn that comes (see `next`), however many pages of another session wait.
  */
-export const WAIT_MS = 10_000
+export const WAIT_MS = BUDGET_MS + 1_000
 
 /** What converting a page came to. */
 export type Outcome =
@@ -81,9 +82,63 @@ interface Converter {
 
 /** The converter kept for the next page, while no page is converting in it. */
 let idle: Converter | undefined
-/** Conversions running, and those waiting for one to end. */
+/** A page waiting for its turn: whose it is (a session), and how it starts or gives up. */
+interface Waiting {
+  readonly party: string
+  readonly start: () => void
+  readonly refuse: () => void
+}
+
+/** Conversions running, by party, and those waiting for one to end, in the order they came. */
 let running = 0
-const waiting: Array<() => void> = []
+const runningBy = new Map<string, number>()
+const waiting: Array<Waiting> = []
+
+const count = (party: string): number => runningBy.get(party) ?? 0
+
+const run = (party: string) => {
+  running++
+  runningBy.set(party, count(party) + 1)
+}
+
+const waitingOf = (party: string): number => {
+  let found = 0
+  for (const one of waiting) if (one.party === party) found++
+  return found
+}
+
+/**
+ * Who takes a turn that came free: the page waiting longest of the parties with the fewest conversions running, so
+ * one session's flood of pages takes turns with the others' pages instead of ahead of them.
+ */
+const next = (): Waiting | undefined => {
+  let chosen = -1
+  for (let index = 0; index < waiting.length; index++) {
+    if (chosen === -1 || count(waiting[index]!.party) < count(waiting[chosen]!.party)) chosen = index
+  }
+  return chosen === -1 ? undefined : waiting.splice(chosen, 1)[0]
+}
+
+/**
+ * Room for a page of `party` to wait when MAX_WAITING already do: the newest page of the party with the most pages
+ * waiting gives its place up (it fails as busy) when that party has more waiting than `party` would; else none.
+ */
+const makeRoom = (party: string): boolean => {
+  let crowded: string | undefined
+  let most = 0
+  for (const one of waiting) {
+    const many = waitingOf(one.party)
+    if (many > most) [crowded, most] = [one.party, many]
+  }
+  if (crowded === undefined || crowded === party || most <= waitingOf(party) + 1) return false
+  for (let index = waiting.length - 1; index >= 0; index--) {
+    if (waiting[index]!.party === crowded) {
+      waiting.splice(index, 1)[0]!.refuse()
+      return true
+    }
+  }
+  return false
+}
 
 const started = (): Converter => {
   const converter: Converter = { process: undefined as never, answer: undefined }
@@ -104,58 +159,78 @@ const started = (): Converter => {
   return converter
 }
 
-/** Resolves once a conversion may start; false when `signal` ended the wait, or it waited past WAIT_MS. */
-const turn = (signal: AbortSignal | undefined): Promise<"go" | "cancelled" | "busy"> => {
+/**
+ * Resolves once a conversion of `party`'s may start; "cancelled" when `signal` ended the wait, "busy" when it waited
+ * past WAIT_MS or had no room to wait.
+ */
+const turn = (signal: AbortSignal | undefined, party: string): Promise<"go" | "cancelled" | "busy"> => {
   if (signal?.aborted === true) return Promise.resolve("cancelled")
   if (running < MAX_PROCESSES) {
-    running++
+    run(party)
     return Promise.resolve("go")
   }
-  if (waiting.length >= MAX_WAITING) return Promise.resolve("busy")
+  if (waiting.length >= MAX_WAITING && !makeRoom(party)) return Promise.resolve("busy")
   return new Promise((resolve) => {
-    const leave = (why: "cancelled" | "busy") => () => {
+    const done = () => {
       clearTimeout(timer)
       signal?.removeEventListener("abort", cancelled)
-      const at = waiting.indexOf(start)
+    }
+    const leave = (why: "cancelled" | "busy") => () => {
+      done()
+      const at = waiting.indexOf(one)
       if (at !== -1) waiting.splice(at, 1)
       resolve(why)
     }
     const cancelled = leave("cancelled")
     const timer = setTimeout(leave("busy"), WAIT_MS)
-    const start = () => {
-      clearTimeout(timer)
-      signal?.removeEventListener("abort", cancelled)
-      running++
-      resolve("go")
+    const one: Waiting = {
+      party,
+      start: () => {
+        done()
+        run(party)
+        resolve("go")
+      },
+      refuse: () => {
+        done()
+        resolve("busy")
+      },
     }
-    waiting.push(start)
+    waiting.push(one)
     signal?.addEventListener("abort", cancelled, { once: true })
   })
 }
 
-/** A conversion ended (its process answered, or has exited): the next one waiting starts. */
-const ended = () => {
+/** A conversion of `party`'s ended (its process answered, or has exited): the next one waiting starts. */
+const ended = (party: string) => {
   running--
-  waiting.shift()?.()
+  const left = count(party) - 1
+  if (left > 0) runningBy.set(party, left)
+  else runningBy.delete(party)
+  next()?.start()
 }
 
-/**
- * Converts `order` in a process of its own, within `budgetMs` from when its turn comes (see MAX_PROCESSES);
- * `signal` (the call's cancellation) ends it at once, or its wait.
- */
-export const convert = async (
-  order: Order,
-  signal?: AbortSignal,
-  budgetMs: number = BUDGET_MS,
-  maxBytes: number = MAX_CONVERTER_BYTES,
-): Promise<Outcome> => {
-  const given = await turn(signal)
+/** How a conversion is run: whose page it is (turns are shared fairly between parties), and its bounds. */
+export interface Options {
+  /** The call's cancellation: ends the conversion at once, or its wait. */
+  readonly signal?: AbortSignal
+  /** Whose page it is (a session): while pages wait, turns go first to the parties with the fewest converting. */
+  readonly party?: string
+  /** How long it may take from when its turn comes. */
+  readonly budgetMs?: number
+  /** The most memory its process may take. */
+  readonly maxBytes?: number
+}
+
+/** Converts `order` in a process of its own, within its budget from when its turn comes (see MAX_PROCESSES). */
+export const convert = async (order: Order, options: Options = {}): Promise<Outcome> => {
+  const { signal, party = "" } = options
+  const given = await turn(signal, party)
   if (given === "cancelled") return CANCELLED
   if (given === "busy") return { kind: "busy" }
   try {
-    return await converted(order, signal, budgetMs, maxBytes)
+    return await converted(order, signal, options.budgetMs ?? BUDGET_MS, options.maxBytes ?? MAX_CONVERTER_BYTES)
   } finally {
-    ended()
+    ended(party)
   }
 }
 

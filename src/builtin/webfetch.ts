@@ -398,14 +398,14 @@ const makeTool = (services: Builtin.Services) => {
         const start = parseUrl(input.url)
         if (start instanceof Tool.Failure) return yield* start
         const fetched = yield* fetchAll(start, input, context)
-        return yield* outputOf(start, fetched, input.format ?? "markdown")
+        return yield* outputOf(start, fetched, input.format ?? "markdown", context.sessionID)
       }),
     toModelOutput: ({ output }) => render(output),
   })
 }
 
 /** The answer for a response: an image, a page in its format, or a failure for an HTTP error or binary body. */
-const outputOf = (start: URL, fetched: Fetched, format: WebPage.Format): Effect.Effect<Output, Tool.Failure> =>
+const outputOf = (start: URL, fetched: Fetched, format: WebPage.Format, party: string): Effect.Effect<Output, Tool.Failure> =>
   Effect.gen(function* () {
     const { head, body } = fetched
     const common = {
@@ -428,7 +428,7 @@ const outputOf = (start: URL, fetched: Fetched, format: WebPage.Format): Effect.
       as === "html"
         ? Effect.succeed({ content: text })
         : Effect.flatMap(
-            Effect.promise((signal) => HtmlConverter.convert({ html: text, url: fetched.url.href, format: as }, signal)),
+            Effect.promise((signal) => HtmlConverter.convert({ html: text, url: fetched.url.href, format: as }, { signal, party })),
             (outcome) => {
               if (outcome.kind === "converted") return Effect.succeed(outcome.converted)
               // The page is then the model's to take another way, not core's failure.

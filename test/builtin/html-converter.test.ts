@@ -23,7 +23,7 @@ const ticking = async <A>(work: () => Promise<A>): Promise<{ readonly result: A;
 describe("HtmlConverter", () => {
   test("a converter past its memory is ended and the page fails saying so; the next page converts", async () => {
     // Line breaks by the hundred thousand: the DOM and turndown take hundreds of bytes each.
-    const outcome = await HtmlConverter.convert(order(`<p>${"x<br>".repeat(400_000)}</p>`), undefined, 20_000, 64 * 1024 * 1024)
+    const outcome = await HtmlConverter.convert(order(`<p>${"x<br>".repeat(400_000)}</p>`), { budgetMs: 20_000, maxBytes: 64 * 1024 * 1024 })
     expect(outcome).toEqual({ kind: "failed", message: "converting it took more than 64 MiB of memory" })
     expect(await HtmlConverter.convert(order("<p>one</p>", "text"))).toEqual({ kind: "converted", converted: { content: "one" } })
   }, 60_000)
@@ -49,7 +49,7 @@ describe("HtmlConverter", () => {
   })
 
   test("past its budget the conversion is ended, and this thread's timers kept firing meanwhile", async () => {
-    const { result, ticks, ms } = await ticking(() => HtmlConverter.convert(order(NESTED_LISTS), undefined, 1_000))
+    const { result, ticks, ms } = await ticking(() => HtmlConverter.convert(order(NESTED_LISTS), { budgetMs: 1_000 }))
     expect(result).toEqual({ kind: "slow" })
     expect(ms).toBeGreaterThanOrEqual(1_000)
     expect(ms).toBeLessThan(5_000)
@@ -63,7 +63,7 @@ describe("HtmlConverter", () => {
     expect(HtmlConverter.MAX_PROCESSES).toBe(2)
     const started = performance.now()
     const ends = await Promise.all(
-      [0, 1, 2].map(() => HtmlConverter.convert(order(NESTED_LISTS), undefined, 600).then((outcome) => [outcome.kind, performance.now() - started] as const)),
+      [0, 1, 2].map(() => HtmlConverter.convert(order(NESTED_LISTS), { budgetMs: 600 }).then((outcome) => [outcome.kind, performance.now() - started] as const)),
     )
     expect(ends.map(([kind]) => kind)).toEqual(["slow", "slow", "slow"])
     // The third waited for a turn: its budget ran from then.
@@ -80,7 +80,7 @@ describe("HtmlConverter", () => {
       import { HtmlConverter } from ${JSON.stringify(join(import.meta.dir, "../../src/builtin/html-converter.ts"))}
       const stuck = "<p><code><br>" + "a ".repeat(400_000) + "a</code></p>"
       const started = performance.now()
-      const outcome = await HtmlConverter.convert({ html: stuck, url: "https://example.com/", format: "markdown" }, undefined, 1_000)
+      const outcome = await HtmlConverter.convert({ html: stuck, url: "https://example.com/", format: "markdown" }, { budgetMs: 1_000 })
       const took = performance.now() - started
       const before = process.cpuUsage()
       await Bun.sleep(1_000)
@@ -104,8 +104,8 @@ describe("HtmlConverter", () => {
 
   test("past MAX_WAITING waiting for a turn, a page is refused at once as busy", async () => {
     const controller = new AbortController()
-    const running = [0, 1].map(() => HtmlConverter.convert(order(NESTED_LISTS), controller.signal, 5_000))
-    const queued = Array.from({ length: HtmlConverter.MAX_WAITING }, () => HtmlConverter.convert(order("<p>q</p>", "text"), controller.signal))
+    const running = [0, 1].map(() => HtmlConverter.convert(order(NESTED_LISTS), { signal: controller.signal, budgetMs: 5_000 }))
+    const queued = Array.from({ length: HtmlConverter.MAX_WAITING }, () => HtmlConverter.convert(order("<p>q</p>", "text"), { signal: controller.signal }))
     const started = performance.now()
     expect(await HtmlConverter.convert(order("<p>one too many</p>", "text"))).toEqual({ kind: "busy" })
     expect(performance.now() - started).toBeLessThan(500)
@@ -113,20 +113,52 @@ describe("HtmlConverter", () => {
     for (const outcome of await Promise.all([...running, ...queued])) expect(outcome).toEqual({ kind: "failed", message: "cancelled" })
   })
 
+  // One session's flood of slow pages (a hostile model's, or a bad site's) must not make every other session's
+  // webfetch wait it out, or fail as busy: turns go first to the sessions with the fewest pages converting.
+  test("a page of another session takes the next turn that comes, ahead of a flood of one session's pages", async () => {
+    const started = performance.now()
+    const flood = Array.from({ length: 6 }, () =>
+      HtmlConverter.convert(order(NESTED_LISTS), { party: "ses_flood", budgetMs: 1_500 }).then((outcome) => outcome.kind),
+    )
+    await Bun.sleep(100)
+    const other = await HtmlConverter.convert(order("<p>mine</p>", "text"), { party: "ses_other" })
+    const took = performance.now() - started
+    expect(other).toEqual({ kind: "converted", converted: { content: "mine" } })
+    // The first turn to come free (at 1.5 s) was its: not after the flood's four waiting pages (4.5 s and more).
+    expect(took).toBeGreaterThanOrEqual(1_400)
+    expect(took).toBeLessThan(2_900)
+    expect(await Promise.all(flood)).toEqual(Array(6).fill("slow"))
+  }, 30_000)
+
+  test("with MAX_WAITING waiting, a page of a session with fewer waiting takes the place of the crowd's newest", async () => {
+    const running = [0, 1].map(() => HtmlConverter.convert(order(NESTED_LISTS), { party: "ses_flood", budgetMs: 1_000 }))
+    const queued = Array.from({ length: HtmlConverter.MAX_WAITING }, (_, index) =>
+      HtmlConverter.convert(order(`<p>q${index}</p>`, "text"), { party: "ses_flood" }),
+    )
+    const other = HtmlConverter.convert(order("<p>mine</p>", "text"), { party: "ses_other" })
+    // The flood's own page past MAX_WAITING is refused at once, as before: no page of its gives way to it.
+    expect(await HtmlConverter.convert(order("<p>more</p>", "text"), { party: "ses_flood" })).toEqual({ kind: "busy" })
+    expect(await other).toEqual({ kind: "converted", converted: { content: "mine" } })
+    const outcomes = await Promise.all(queued)
+    expect(outcomes.at(-1)).toEqual({ kind: "busy" })
+    expect(outcomes.slice(0, -1).map((outcome) => outcome.kind)).toEqual(Array(HtmlConverter.MAX_WAITING - 1).fill("converted"))
+    expect((await Promise.all(running)).map((outcome) => outcome.kind)).toEqual(["slow", "slow"])
+  }, 60_000)
+
   test("a cancelled conversion ends at once, its process with it", async () => {
     const controller = new AbortController()
     setTimeout(() => controller.abort(), 200)
-    const { result, ms } = await ticking(() => HtmlConverter.convert(order(NESTED_LISTS), controller.signal))
+    const { result, ms } = await ticking(() => HtmlConverter.convert(order(NESTED_LISTS), { signal: controller.signal }))
     expect(result).toEqual({ kind: "failed", message: "cancelled" })
     expect(ms).toBeLessThan(2_000)
     expect(await HtmlConverter.convert(order("<p>next</p>", "text"))).toEqual({ kind: "converted", converted: { content: "next" } })
   })
 
   test("a conversion cancelled while it waits for its turn ends at once, and takes no turn", async () => {
-    const busy = [0, 1].map(() => HtmlConverter.convert(order(NESTED_LISTS), undefined, 1_500))
+    const busy = [0, 1].map(() => HtmlConverter.convert(order(NESTED_LISTS), { budgetMs: 1_500 }))
     const controller = new AbortController()
     setTimeout(() => controller.abort(), 100)
-    const { result, ms } = await ticking(() => HtmlConverter.convert(order("<p>late</p>", "text"), controller.signal))
+    const { result, ms } = await ticking(() => HtmlConverter.convert(order("<p>late</p>", "text"), { signal: controller.signal }))
     expect(result).toEqual({ kind: "failed", message: "cancelled" })
     expect(ms).toBeLessThan(1_000)
     expect(await Promise.all(busy)).toEqual([{ kind: "slow" }, { kind: "slow" }])
@@ -165,7 +197,7 @@ describe("HtmlConverter", () => {
     const script = `
       import { HtmlConverter } from ${JSON.stringify(join(import.meta.dir, "../../src/builtin/html-converter.ts"))}
       console.log("started")
-      await HtmlConverter.convert({ html: "<p><code><br>" + "a ".repeat(400_000) + "a</code></p>", url: "https://example.com/", format: "markdown" }, undefined, 60_000)
+      await HtmlConverter.convert({ html: "<p><code><br>" + "a ".repeat(400_000) + "a</code></p>", url: "https://example.com/", format: "markdown" }, { budgetMs: 60_000 })
     `
     const parent = Bun.spawn([process.execPath, "-e", script], { stdout: "pipe", stderr: "ignore" })
     await parent.stdout.getReader().read()
