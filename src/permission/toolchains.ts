@@ -12,6 +12,7 @@ export * as Toolchains from "./toolchains"
 
 import { type Dirent, readdirSync, readFileSync, realpathSync } from "node:fs"
 import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path"
+import { Homes } from "./homes"
 
 /**
  * The toolchains' folders and the configuration developer tools read under the home, relative to it: read by
@@ -161,40 +162,81 @@ export const RUNS: ReadonlyArray<string> = [
 const INCLUDES_MAX = 5
 
 /**
- * A git config line's key and value (`key = value`, `key = "value"`, after an optional `[section]`), or undefined,
- * as `/^\s*(?:\[[^\]]*\]\s*)?([a-z0-9-]+)\s*=\s*"?([^"\n#;]+?)"?\s*$/i` took them: the value stops before `"`, `#`
- * or `;`, and only a closing `"` and spaces may follow it; only spaces after `=` give the last of them. Found by plain
- * searches, as that pattern tried every split of a line's spaces (cubic: minutes for 10,000).
+ * A git config line's key and value (`key = value`, after an optional `[section]`), or undefined where the line sets
+ * none. The value as git reads it: spaces around it dropped (not inside quotes), `"` quoting a part of it (`"~/my
+ * tools/pager" -R`), a backslash escaping the next character (`\n`, `\t` and `\b` as git has them), and `#` or `;`
+ * outside quotes starting a comment. A quote left open is read to the end of the line (git refuses such a file: then
+ * it runs nothing of it, and what is read of it is only kept unchanged). One pass over the line.
  */
 const configEntry = (line: string): readonly [string, string] | undefined => {
   const head = /^\s*(?:\[[^\]]*\]\s*)?([a-z0-9-]+)\s*=/i.exec(line)
   if (head === null) return undefined
-  const rest = line.slice(head[0].length)
-  const spaces = rest.length - rest.trimStart().length
-  const after = rest.slice(spaces)
-  // The value at the start of `text`: up to its trailing spaces, or up to a closing quote that only spaces follow.
-  const valueOf = (text: string): string | undefined => {
-    const stop = text.search(/["\n#;]/)
-    if (stop === -1) return text === "" ? undefined : text.slice(0, Math.max(text.trimEnd().length, 1))
-    return text[stop] === '"' && stop >= 1 && text.slice(stop + 1).trim() === "" ? text.slice(0, stop) : undefined
+  let value = ""
+  /** Spaces outside quotes after what was read: part of the value only where more of it follows. */
+  let spaces = ""
+  let quoted = false
+  for (let index = head[0].length; index < line.length; index++) {
+    const char = line[index]!
+    if (!quoted && (char === "#" || char === ";")) break
+    if (!quoted && (char === " " || char === "\t" || char === "\r")) {
+      if (value !== "") spaces += char
+      continue
+    }
+    if (char === '"') {
+      quoted = !quoted
+      value += spaces
+    } else if (char === "\\") {
+      const next = line[++index]
+      value += spaces + (next === "n" ? "\n" : next === "t" ? "\t" : next === "b" ? "\b" : (next ?? ""))
+    } else value += spaces + char
+    spaces = ""
   }
-  const value =
-    (after.startsWith('"') ? valueOf(after.slice(1)) : undefined) ??
-    valueOf(after) ??
-    ((after === "" || after === '"') && spaces >= 1 ? rest[spaces - 1] : undefined)
-  return value === undefined ? undefined : [head[1]!, value]
+  return [head[1]!, value]
 }
 
-/** The keys of git's `core` section whose value is a command git runs. */
-const COMMANDS = new Set(["pager", "editor", "fsmonitor", "sshcommand", "askpass"])
+/**
+ * The keys whose value is a command git runs, by section (subsections aside: `filter "lfs"` is `filter`), and
+ * whether only a value starting with `!` is one (an alias, a submodule's update): `core.pager`, `diff.external`, a
+ * diff driver's `textconv`, a filter's `clean`, `credential.helper`, `gpg.program`... git runs the first word of
+ * each, and one that is a path (`~/bin/pager.sh`, `/opt/tools/clean`) is a program of the user's own.
+ */
+const PROGRAMS: Readonly<Record<string, { readonly keys: ReadonlySet<string> | "any"; readonly bang?: true }>> = {
+  core: { keys: new Set(["pager", "editor", "fsmonitor", "sshcommand", "askpass"]) },
+  sequence: { keys: new Set(["editor"]) },
+  diff: { keys: new Set(["external", "command", "textconv"]) },
+  pager: { keys: "any" },
+  gpg: { keys: new Set(["program"]) },
+  filter: { keys: new Set(["clean", "smudge", "process"]) },
+  merge: { keys: new Set(["driver"]) },
+  mergetool: { keys: new Set(["cmd", "path"]) },
+  difftool: { keys: new Set(["cmd", "path"]) },
+  credential: { keys: new Set(["helper"]) },
+  browser: { keys: new Set(["cmd", "path"]) },
+  guitool: { keys: new Set(["cmd"]) },
+  interactive: { keys: new Set(["difffilter"]) },
+  remote: { keys: new Set(["uploadpack", "receivepack"]) },
+  uploadpack: { keys: new Set(["packobjectshook"]) },
+  sendemail: { keys: new Set(["smtpserver", "sendmailcmd"]) },
+  alias: { keys: "any", bang: true },
+  submodule: { keys: new Set(["update"]), bang: true },
+}
+
+/** The first word of a command (`!` before it dropped; a word in single or double quotes whole), or undefined. */
+const programOf = (command: string): string | undefined => {
+  const text = command.trim().replace(/^!\s*/, "")
+  const quote = text[0] === "'" || text[0] === '"' ? text[0] : undefined
+  const word = quote === undefined ? text.split(/\s/)[0] : text.slice(1, text.indexOf(quote, 1) === -1 ? undefined : text.indexOf(quote, 1))
+  return word === undefined || word === "" ? undefined : word
+}
 
 /**
- * The files the user's git config names for git to read or run, under the home: `core.excludesFile`,
- * `core.attributesFile`, `core.hooksPath`, `init.templateDir`, the program a command key runs by its path
- * (`core.pager = ~/bin/pager.sh`, COMMANDS, `sequence.editor`), and the files `[include]` and `[includeIf]` sections
- * pull in (git gives up on a config whose include it may not read), followed through their own includes. A relative path is taken against the including
- * file's directory, as git does. A secret among them stays carved out (./credentials): git then fails rather than leak
- * it.
+ * The files the user's git config names for git to read or run: `core.excludesFile`, `core.attributesFile`,
+ * `core.hooksPath`, `init.templateDir`, the program a command key runs by its path (PROGRAMS: `core.pager =
+ * ~/bin/pager.sh`, `diff.external`, a filter's `clean`...), and the files `[include]` and `[includeIf]` sections
+ * pull in (git gives up on a config whose include it may not read), followed through their own includes; under the
+ * home or elsewhere. A relative path is taken against the including file's directory, as git does. `/` and the home
+ * itself are never one (a config naming them names no file of its own). A secret among them stays carved out
+ * (./credentials): git then fails rather than leak it.
  */
 const gitFiles = (home: string): ReadonlyArray<string> => {
   const found: Array<string> = []
@@ -208,7 +250,7 @@ const gitFiles = (home: string): ReadonlyArray<string> => {
     let section = ""
     for (const line of text.split("\n")) {
       const header = /^\s*\[\s*([a-z0-9.-]+)/i.exec(line)
-      if (header !== null) section = header[1]!.toLowerCase()
+      if (header !== null) section = header[1]!.toLowerCase().split(".")[0]!
       const entry = configEntry(line)
       if (entry === undefined) continue
       const key = entry[0].toLowerCase()
@@ -216,24 +258,39 @@ const gitFiles = (home: string): ReadonlyArray<string> => {
         (section === "core" && (key === "excludesfile" || key === "attributesfile" || key === "hookspath")) ||
         (section === "init" && key === "templatedir") ||
         ((section === "include" || section === "includeif") && key === "path")
-      // A program git runs by its path: the first word of the command.
-      const program = (section === "core" && COMMANDS.has(key)) || (section === "sequence" && key === "editor")
+      const runs = PROGRAMS[section]
+      const program =
+        runs !== undefined &&
+        (runs.keys === "any" || runs.keys.has(key)) &&
+        (runs.bang !== true || entry[1].trimStart().startsWith("!"))
       if (!named && !program) continue
-      const value = program ? (entry[1].trim().replace(/^!/, "").split(/\s/)[0] ?? "") : entry[1].trim()
-      if (program && !(value.startsWith("/") || value.startsWith("~/"))) continue
+      const value = named ? entry[1].trim() : (programOf(entry[1]) ?? "")
+      if (program && !named && !(value.startsWith("/") || value.startsWith("~/"))) continue
       const path = expand(value, home, dirname(file))
-      if (!within(home, path) || found.includes(path)) continue
+      if (path === "/" || path === home || found.includes(path)) continue
       found.push(path)
-      if (key === "path" && depth < INCLUDES_MAX) visit(path, depth + 1)
+      if (key === "path" && named && depth < INCLUDES_MAX) visit(path, depth + 1)
     }
   }
   for (const config of [join(home, ".gitconfig"), join(home, ".config/git/config")]) visit(config, 0)
   return found
 }
 
-/** What developer tools read under `home`: HOME and the files the user's git config names (gitFiles). */
-export const readable = (home: string): ReadonlyArray<string> => [...HOME.map((path) => join(home, path)), ...gitFiles(home)]
+/**
+ * What developer tools read under `home`: HOME and the files the user's git config names there (gitFiles; those
+ * elsewhere are read as the system's are, or not at all).
+ */
+export const readable = (home: string): ReadonlyArray<string> => [
+  ...HOME.map((path) => join(home, path)),
+  ...gitFiles(home).filter((path) => within(home, path)),
+]
 
+/** Every place under `home` where the user's toolchains, shells and editors find what they run: HOME, RUNS, gitFiles. */
+const homePlaces = (home: string): ReadonlyArray<string> => [
+  ...HOME.map((path) => join(home, path)),
+  ...gitFiles(home),
+  ...RUNS.map((place) => join(home, place)),
+]
 
 /** `~` and `~/x` against the home, a relative path against `from`, an absolute one as it is. */
 const expand = (path: string, home: string, from: string): string =>
@@ -359,6 +416,11 @@ export interface Places {
    * given and where each really is.
    */
   readonly home: ReadonlyArray<string>
+  /**
+   * For a core run by root: the same places in the homes of the system's other users (../permission/homes), which
+   * root may write as well. Empty otherwise.
+   */
+  readonly others: ReadonlyArray<string>
 }
 
 let cached: Places | undefined
@@ -369,15 +431,34 @@ export const placesOf = (home: string, path: string | undefined): Places => {
   const now = performance.now()
   if (cached !== undefined && cached.key === key && now - cached.at < PLACES_MS) return cached
   const folders = pathFolders(home, path)
-  const places = [...readable(home), ...RUNS.map((place) => join(home, place))]
+  const places = homePlaces(home)
   cached = {
     key,
     at: now,
     holding: new Map(),
     programs: [...new Set([...folders, ...madeOf(home, folders)])],
     home: [...new Set([...places, ...places.map(really)])],
+    others: process.getuid?.() === 0 ? Homes.others(really(home)).flatMap(othersIn) : [],
   }
   return cached
+}
+
+/**
+ * homePlaces of another user's home, as given and where each really is: looked up only where the home has the
+ * entry each starts with (one listing of the home, rather than a look-up of every place in every home).
+ */
+const othersIn = (home: string): ReadonlyArray<string> => {
+  let entries: ReadonlySet<string>
+  try {
+    entries = new Set(readdirSync(home))
+  } catch {
+    entries = new Set()
+  }
+  return homePlaces(home).flatMap((place) => {
+    const first = place.slice(home.length + 1).split(sep)[0]
+    const real = first !== undefined && entries.has(first) ? really(place) : place
+    return real === place ? [place] : [place, real]
+  })
 }
 
 /**
@@ -388,7 +469,7 @@ const holdsAny = (places: Places, home: string, location: string): boolean => {
   let holds = places.holding.get(location)
   if (holds === undefined) {
     holds =
-      [...places.home, ...SYSTEM_PLACES].some((place) => within(location, place)) ||
+      [...places.home, ...places.others, ...SYSTEM_PLACES].some((place) => within(location, place)) ||
       places.programs.some((folder) => within(location, folder) && !projectOwn(places, home, location, folder))
     places.holding.set(location, holds)
   }
@@ -413,14 +494,20 @@ const projectOwn = (places: Places, home: string, location: string, folder: stri
  */
 export const unchangeable = (home: string, path: string | undefined, location: string): ReadonlyArray<string> => {
   const places = placesOf(home, path)
-  return [...places.home, ...places.programs.filter((folder) => !projectOwn(places, home, location, folder)), ...SYSTEM_PLACES]
+  return [
+    ...places.home,
+    ...places.programs.filter((folder) => !projectOwn(places, home, location, folder)),
+    ...places.others,
+    ...SYSTEM_PLACES,
+  ]
 }
 
 /**
  * What a change to `real` (a real path, reached as `requested`) would plant among the user's programs, or
  * undefined: a file in a PATH folder, its prefix or an install its links lead into (a project's own aside), or in a
  * toolchain's folder or configuration under `home`, or what starts with the user's tools (HOME, RUNS, and the
- * files the user's git config names), unless both the path and the Location lie in that folder (a Location under
+ * files the user's git config names), or (run by root) the same in another user's home, unless both the path and
+ * the Location lie in that folder (a Location under
  * `~/go` holds the project's own files), or core.json grants it for writing (`granted`: shell.allowWrite, a
  * person's, by the path it names). `path` is the PATH the user's commands get.
  */
@@ -446,6 +533,10 @@ export const change = (
   const place = places.home.find((place) => at(place) && !own(place))
   if (place !== undefined) {
     return `${real}, in ${place}, where the user's own toolchains, shells and editors find programs and settings they run outside any sandbox`
+  }
+  const other = places.others.find((place) => at(place) && !own(place))
+  if (other !== undefined) {
+    return `${real}, in ${other}, where another user's toolchains, shells and editors find programs and settings they run outside any sandbox`
   }
   const system = SYSTEM_PLACES.find((place) => at(place) && !own(place))
   return system === undefined ? undefined : `${real}, in ${system}, which the system runs or reads for every user (its programs, services and login)`

@@ -210,7 +210,8 @@ const workOut = (
     (paths ?? []).map((path) => Landlock.real(Home.expand(path, home, policy.location)))
   const core = homes.map(Landlock.real)
   // Run by root, the other users' stores too: root keeps DAC_OVERRIDE, which passes their modes.
-  const others = process.getuid?.() === 0 ? Homes.others(home).flatMap(Home.denied) : []
+  const otherHomes = process.getuid?.() === 0 ? Homes.others(home) : []
+  const others = otherHomes.flatMap(Home.denied)
   const denied = [...Home.denied(home), ...others].map(Landlock.real)
   const system = Landlock.real(tmpdir())
   const allowRead = expand(settings.allowRead)
@@ -239,10 +240,15 @@ const workOut = (
   const homeward = Landlock.granted([...developerRead, ...Home.programs(env.PATH, Landlock.SYSTEM_READABLE, untrusted, enclosed)], secret)
   // Where the user's programs come from; one not made yet, by the folder that would hold it (a command approved
   // `~/.dotnet` must not make the `~/.dotnet/tools` on PATH), where that folder is there and is no shared one: not
-  // `/`, the temp directories or the home's `~/.config`, `~/.local`, `~/.cache` (a grant holding one of these is split
+  // `/`, the temp directories or a home's `~/.config`, `~/.local`, `~/.cache` (the user's, and run by root the others'; a grant holding one of these is split
   // around core's directories and the stores in it), and never a folder further up (npm puts `X/node_modules/.bin`
   // on PATH for every folder X above where it runs: `/tmp` or `~/projects` are not kept for that).
-  const shared = ["/", home, system, "/var/tmp", ...[".config", ".local", ".local/share", ".cache"].map((folder) => join(home, folder))]
+  const shared = [
+    "/",
+    system,
+    "/var/tmp",
+    ...[home, ...otherHomes].flatMap((one) => [one, ...[".config", ".local", ".local/share", ".cache"].map((folder) => join(one, folder))]),
+  ]
   const readOnly = [
     ...new Set(
       Toolchains.unchangeable(home, env.PATH, Landlock.real(policy.location)).flatMap((place) => {

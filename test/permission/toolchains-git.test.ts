@@ -18,12 +18,15 @@ const named = (text: string) => {
 }
 
 describe("Toolchains.readable reads the user's git config lines", () => {
-  test("core.excludesFile, core.attributesFile and include paths, quoted or not; a line with # or ; after its value is not read", () => {
+  test("core.excludesFile, core.attributesFile and include paths, read as git reads a value: quotes, escapes, comments", () => {
     expect(named("[core]\n\texcludesFile = ~/.my-ignore\n\tattributesfile=\"~/.attrs\"  \n")).toEqual(["/.my-ignore", "/.attrs"])
     expect(named("[include]\n\tpath = a b \n[includeIf \"gitdir:/\"]\n\tpath = c\n")).toEqual(["/a b", "/c"])
-    expect(named("[include]\n\tpath = a b # note\n[includeIf \"gitdir:/\"]\n\tpath = c;x\n")).toEqual([])
+    // A comment after the value, as git takes it: the include is still of `a b` and `c`.
+    expect(named("[include]\n\tpath = a b # note\n[includeIf \"gitdir:/\"]\n\tpath = c;x\n")).toEqual(["/a b", "/c"])
     expect(named("[core] excludesFile = ~/.inline\n")).toEqual(["/.inline"])
-    expect(named('[core]\n\texcludesFile = "~/.open\n\texcludesFile = ~/.x" y\n\texcludesFile = ""\n')).toEqual(["/.open"])
+    expect(named('[include]\n\tpath = "my "config" # not a comment"\n\tpath = x\\\"y\\\\z\n')).toEqual(['/my config # not a comment', '/x"y\\z'])
+    // A quote left open (git refuses the file) is read to the end of its line; an empty value names no file.
+    expect(named('[core]\n\texcludesFile = "~/.open\n\texcludesFile = ~/.x" y\n\texcludesFile = ""\n')).toEqual(["/.open", "/.x y"])
     expect(named("[user]\n\tname = Dev\n[core]\n\tpager = less\n")).toEqual([])
   })
 
@@ -39,6 +42,72 @@ describe("Toolchains.readable reads the user's git config lines", () => {
         writeFileSync(home + "/.gitconfig", "[core]\\n\\texcludesFile=" + tabs + "=" + tabs + '"[\\n\\tattributesFile = x' + " ".repeat(100_000) + "y\\n")
         console.log(JSON.stringify(Toolchains.readable(home).slice(Toolchains.HOME.length).map((path) => path.length - home.length)))
         `),
-    ).toEqual([100_003])
+    ).toEqual([20_003, 100_003])
   }, 30_000)
+})
+
+describe("Toolchains.change: the programs the user's git config runs by their path", () => {
+  test("every key whose value git runs, under the home or elsewhere; an alias or submodule update only with !", () => {
+    const home = realpathSync(tempDir("core-git-home-"))
+    const tools = realpathSync(tempDir("core-git-tools-"))
+    const location = realpathSync(tempDir("core-git-location-"))
+    writeFileSync(
+      join(home, ".gitconfig"),
+      [
+        "[core]",
+        `\tpager = ${tools}/pager.sh -R`,
+        `\teditor = "${tools}/editor.sh" -w`,
+        "[init]",
+        `\ttemplateDir = ${tools}/templates`,
+        "[diff]",
+        "\texternal = ~/scripts/diff.sh",
+        '[diff "pdf"]',
+        `\ttextconv = ${tools}/pdf2text`,
+        '[filter "lfs"]',
+        `\tclean = ${tools}/clean %f`,
+        "[credential]",
+        `\thelper = !${tools}/credential.sh`,
+        "[gpg]",
+        `\tprogram = ${tools}/gpg`,
+        "[pager]",
+        `\tlog = ${tools}/log-pager`,
+        '[mergetool "mine"]',
+        `\tcmd = '${tools}/merge tool' $BASE`,
+        "[alias]",
+        `\tup = !${tools}/up.sh --all`,
+        `\tst = ${tools}/not-a-program`,
+        "[credential]",
+        "\thelper = store",
+        "",
+      ].join("\n"),
+    )
+    const reason = (path: string) => Toolchains.change(home, path, path, location, "/usr/bin:/bin")
+    for (const path of [
+      `${tools}/pager.sh`,
+      `${tools}/editor.sh`,
+      `${tools}/templates/hooks/post-checkout`,
+      `${home}/scripts/diff.sh`,
+      `${tools}/pdf2text`,
+      `${tools}/clean`,
+      `${tools}/credential.sh`,
+      `${tools}/gpg`,
+      `${tools}/log-pager`,
+      `${tools}/merge tool`,
+      `${tools}/up.sh`,
+    ]) {
+      expect([path, reason(path)?.includes("the user's own toolchains")]).toEqual([path, true])
+    }
+    // Not programs: an alias git runs as its own command, a helper named (git-credential-store, found on PATH), and
+    // the rest of the folder beside the programs.
+    for (const path of [`${tools}/not-a-program`, `${tools}/notes.txt`, `${location}/src/app.ts`]) expect([path, reason(path)]).toEqual([path, undefined])
+  })
+
+  test("a config naming / or the home itself as a file makes neither the user's programs", () => {
+    const home = realpathSync(tempDir("core-git-home-"))
+    writeFileSync(join(home, ".gitconfig"), "[core]\n\thooksPath = /\n\tpager = ~\n[diff]\n\texternal = /\n")
+    const location = realpathSync(tempDir("core-git-location-"))
+    for (const path of [`${location}/a.txt`, `${home}/notes.txt`]) {
+      expect([path, Toolchains.change(home, path, path, location, "/usr/bin:/bin")]).toEqual([path, undefined])
+    }
+  })
 })

@@ -6,7 +6,7 @@
 // and the files of a Location under a toolchain's folder (`~/go/src/app`) stay the project's.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { exec, type Sandbox, sandbox, settlementOf } from "../cli/fixture"
 import { tempDir } from "../support/temp"
@@ -207,6 +207,61 @@ describe("the user's programs and toolchains", () => {
       for (const folder of planted) rmSync(folder, { recursive: true, force: true })
     }
   }, 120_000)
+  // With `core.pager` at /srv/tools/pager.sh, a write there needed only the external_directory ask --yes gives, and
+  // the user's next `git log` ran it; so did `diff.external`, a filter's `clean` and the rest git runs by path.
+  test("a program the user's git config runs from outside the home, or as a diff, filter or helper, is refused to file tools and commands", async () => {
+    const box = sandbox({ "core.json": ALLOW_EVERYWHERE })
+    const home = box.user.home
+    const tools = tempDir("core-git-tools-")
+    const script = "#!/bin/sh\nexec less \"$@\"\n"
+    for (const name of ["pager.sh", "clean", "credential.sh"]) writeFileSync(join(tools, name), script, { mode: 0o755 })
+    const config = readFileSync(join(home, ".gitconfig"), "utf8")
+    writeFileSync(
+      join(home, ".gitconfig"),
+      `${config}[core]\n\tpager = "${tools}/pager.sh" -R\n[filter "strip"]\n\tclean = ${tools}/clean %f\n[credential]\n\thelper = !${tools}/credential.sh\n[diff]\n\texternal = ~/scripts/diff.sh # mine\n`,
+    )
+    await refused(box, "write", { filePath: join(tools, "pager.sh"), content: "#!/bin/sh\ntouch /tmp/pwned\n" }, join(tools, "pager.sh"))
+    await refused(box, "edit", { filePath: join(tools, "clean"), oldString: "exec less", newString: "touch /tmp/pwned;" }, join(tools, "clean"))
+    await refused(box, "write", { filePath: join(tools, "credential.sh"), content: "x\n" }, join(tools, "credential.sh"))
+    await refused(box, "write", { filePath: join(home, "scripts/diff.sh"), content: "x\n" }, join(home, "scripts/diff.sh"))
+    const line = await call(box, "bash", { command: `echo 'touch /tmp/pwned' >> ${tools}/pager.sh` })
+    expect([line.status, line.error?.message.includes(PERSON)]).toEqual(["error", true])
+    // A program the line does not show writing it: the sandbox keeps the file read-only in the folder approved.
+    const hidden = await call(box, "bash", { command: `python3 -c "open('${tools}/clean', 'a').write('touch /tmp/pwned')" ; true` })
+    expect(hidden.status).toBe("success")
+    for (const name of ["pager.sh", "clean", "credential.sh"]) expect([name, readFileSync(join(tools, name), "utf8")]).toEqual([name, script])
+    expect(existsSync(join(home, "scripts/diff.sh"))).toBe(false)
+    // The rest of that folder is the rules' to allow.
+    expect((await call(box, "write", { filePath: join(tools, "notes.txt"), content: "x\n" })).status).toBe("success")
+  }, 120_000)
+
+  // `sudo core …` in alice's project: her ~/.local/bin, ~/.bashrc.d and ~/.gitconfig were written after an
+  // external_directory ask, the shell's too; only her credential stores were kept.
+  test.skipIf(process.getuid?.() !== 0)("run by root, another user's toolchains, start-up files and git config are refused too", async () => {
+    const box = sandbox({ "core.json": ALLOW_EVERYWHERE })
+    const other = mkdtempSync("/home/core-other-")
+    try {
+      mkdirSync(join(other, ".local/bin"), { recursive: true })
+      writeFileSync(join(other, ".gitconfig"), "[user]\n\tname = Alice\n")
+      await refused(box, "write", { filePath: join(other, ".local/bin/git"), content: "#!/bin/sh\n" }, join(other, ".local/bin"))
+      await refused(box, "write", { filePath: join(other, ".bashrc.d/zz.sh"), content: "touch /tmp/pwned\n" }, join(other, ".bashrc.d"))
+      await refused(box, "edit", { filePath: join(other, ".gitconfig"), oldString: "Alice", newString: "Alice\n[core]\n\tfsmonitor = touch /tmp/pwned" }, join(other, ".gitconfig"))
+      const line = await call(box, "bash", { command: `printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' >> ${other}/.gitconfig` })
+      expect([line.status, line.error?.message.includes(PERSON)]).toEqual(["error", true])
+      // A program the line does not show writing them: the sandbox keeps them read-only in the folder approved.
+      const hidden = await call(box, "bash", {
+        command: `python3 -c "open('${other}/.gitconfig', 'a').write('[core]')" ; python3 -c "open('${other}/.local/bin/ls', 'w')" ; true`,
+      })
+      expect(hidden.status).toBe("success")
+      expect(readFileSync(join(other, ".gitconfig"), "utf8")).toBe("[user]\n\tname = Alice\n")
+      expect([existsSync(join(other, ".local/bin/git")), existsSync(join(other, ".local/bin/ls")), existsSync(join(other, ".bashrc.d"))]).toEqual([false, false, false])
+      // The rest of that home is the rules' to allow, as the user's own is.
+      expect((await call(box, "write", { filePath: join(other, "notes.txt"), content: "x\n" })).status).toBe("success")
+    } finally {
+      rmSync(other, { recursive: true, force: true })
+    }
+  }, 120_000)
+
   test("an install a hand-made link in /usr/local/bin leads into, and what less, vi and the shell's aliases run, are refused too", async () => {
     const box = sandbox({ "core.json": ALLOW_EVERYWHERE })
     const home = box.user.home
