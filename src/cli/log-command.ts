@@ -14,8 +14,8 @@ import { Command } from "./command"
 
 export const HELP = `Usage: core log [--session ID] [--location DIR] [--since T] [--limit N] [--json]
 
-List the tool calls recorded in a Location, oldest first: time (UTC), tool, status,
-duration, call id and the start of the input. Only that Location's calls are listed.
+List the tool calls recorded in a Location, oldest first: time (UTC), tool, agent,
+status, duration, call id and the start of the input. Only that Location's calls are listed.
 
 Options:
   --session ID      only this session's calls
@@ -97,8 +97,15 @@ const cell = (text: string): string => {
 }
 
 export const table = (entries: ReadonlyArray<Recorded.Entry>, columns: number): string => {
-  const rows = entries.map((entry) => [time(entry), cell(entry.tool), statusOf(entry), duration(entry.durationMs), cell(entry.toolCallID)])
-  const header = ["TIME (UTC)", "TOOL", "STATUS", "DURATION", "CALL"]
+  const rows = entries.map((entry) => [
+    time(entry),
+    cell(entry.tool),
+    entry.agent === null ? "-" : cell(entry.agent),
+    statusOf(entry),
+    duration(entry.durationMs),
+    cell(entry.toolCallID),
+  ])
+  const header = ["TIME (UTC)", "TOOL", "AGENT", "STATUS", "DURATION", "CALL"]
   // Cells are laid out by the columns they take on a terminal, not by their UTF-16 length.
   const widths = header.map((title, index) => Math.max(title.length, ...rows.map((row) => columnsOf(row[index]!))))
   const line = (cells: ReadonlyArray<string>) =>

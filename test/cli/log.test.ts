@@ -86,14 +86,14 @@ describe("core log", () => {
     expect(await ids(["--limit", "1"])).toEqual(["call_big"])
   })
 
-  test("the table shows time, tool, status, duration, call id and the start of the input, one line each", async () => {
+  test("the table shows time, tool, agent, status, duration, call id and the start of the input, one line each", async () => {
     await setup
     const result = await core(box, ["log", "--location", box.location])
     expect(result).toMatchObject({ code: 0, stderr: "" })
     const lines = result.stdout.trimEnd().split("\n")
-    expect(lines[0]).toMatch(/^TIME \(UTC\)\s+TOOL\s+STATUS\s+DURATION\s+CALL\s+INPUT$/)
+    expect(lines[0]).toMatch(/^TIME \(UTC\)\s+TOOL\s+AGENT\s+STATUS\s+DURATION\s+CALL\s+INPUT$/)
     expect(lines).toHaveLength(4)
-    expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+read\s+success\s+\d+(ms|\.\ds)\s+call_read\s+\{"filePath":"a.txt"\}$/)
+    expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+read\s+build\s+success\s+\d+(ms|\.\ds)\s+call_read\s+\{"filePath":"a.txt"\}$/)
     expect(lines[2]).toContain("error:unknown")
     // Not a terminal: 120 columns; the 20 KB input is cut to fit.
     for (const line of lines) expect(line.length).toBeLessThanOrEqual(120)
