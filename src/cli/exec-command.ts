@@ -26,6 +26,7 @@ import { StdinText } from "./stdin-text"
 import { Runtime } from "./runtime"
 import type { Tool } from "../tool/tool"
 import { Host } from "../host/host"
+import { NulInput } from "../host/nul-input"
 import { Retention } from "../host/retention"
 import { ReplayNote } from "./replay-note"
 
@@ -126,10 +127,8 @@ export const run = (args: ReadonlyArray<string>) =>
     }
     const input = yield* readInput("exec", values.input)
     // No tool takes a NUL character; the call is refused as invalid input before anything loads, runs or is recorded.
-    const nul = Json.findNul(input)
-    if (nul !== undefined) {
-      const message = `Invalid input for ${name}: ${Json.describeNul(nul)} and call it again.`
-      const refused = Settlement.error(name, values.call ?? `call_${crypto.randomUUID()}`, "invalid_input", message)
+    const refused = NulInput.refusal(name, values.call ?? `call_${crypto.randomUUID()}`, input)
+    if (refused !== undefined) {
       Command.stdout(`${Terminal.pretty(refused)}\n`)
       return Command.EXIT.modelError
     }

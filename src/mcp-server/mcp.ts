@@ -38,6 +38,7 @@ import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import { CallKey } from "../contract/call-key"
 import { Calls } from "../host/calls"
+import { NulInput } from "../host/nul-input"
 import type { Events } from "../host/events"
 import type { Served } from "../host/served"
 import type { ManagedOutputs } from "../output/managed-outputs"
@@ -439,9 +440,17 @@ const settle = (
   })
 }
 
+/** A call whose input holds a NUL character, answered as `core exec` answers it: nothing runs or is recorded. */
+const refusedNul = (call: Settler.Call): CallToolResult | undefined => {
+  const refused = NulInput.refusal(call.name, call.toolCallID, call.input)
+  return refused === undefined ? undefined : Mapping.resultOf(refused, false)
+}
+
 /** Answers a `tools/call`: the call settled against the catalog current when it arrives, as MCP words it. */
 const callTool = (state: State, serving: Host, call: Settler.Call, extra: CallExtra, progressToken: ProgressToken | undefined) => {
   const key = CallKey.of(serving.served.directory, call)
+  const refused = refusedNul(call)
+  if (refused !== undefined) return Effect.succeed(refused)
   return Effect.gen(function* () {
     // For this call alone: a built-in's call never waits on an MCP server.
     const turn = yield* serving.served.capture(state.options.agent, { call: call.name })
@@ -516,6 +525,8 @@ const answerUntraced = (
   cancelled: Cancel,
 ): CallToolResult | Promise<CallToolResult> => {
   const call = callOf(params, state.options, requestId)
+  const refused = refusedNul(call)
+  if (refused !== undefined) return refused
   const key = CallKey.of(serving.served.directory, call)
   const start = (captured: Exit.Exit<Served.Turn, unknown>): CallToolResult | Promise<CallToolResult> => {
     if (Exit.isFailure(captured)) throw new ProtocolError(ErrorCode.InternalError, messageOf(Cause.squash(captured.cause)))

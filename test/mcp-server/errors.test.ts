@@ -3,6 +3,8 @@
 // tools/call whose params the schema refuses was an internal error whose message was the schema's issues as JSON).
 
 import { afterEach, describe, expect, test } from "bun:test"
+import { existsSync } from "node:fs"
+import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
 import { z } from "zod"
@@ -46,5 +48,26 @@ describe("core mcp: refused requests", () => {
     expect(input.message).not.toContain("\n")
     // The session goes on: a well-formed call after them is answered.
     expect((await client.callTool({ name: "nosuch", arguments: {} })).isError).toBe(true)
+  })
+})
+
+// `core exec` and the HTTP API refuse a NUL character in a call's input before anything runs or is recorded; over
+// MCP the tool ran with it (a write made the file).
+describe("core mcp: a NUL character in a call's input", () => {
+  test("is refused as invalid input naming where, and nothing runs: answered directly or through the SDK's dispatch", async () => {
+    const box = sandbox()
+    const client = await connectStdio(box, open)
+    const progress: Array<unknown> = []
+    // Served once: a plain call after it is answered by the session itself, past the SDK's dispatch.
+    expect((await client.callTool({ name: "list", arguments: {} })).isError).toBeUndefined()
+    for (const [file, options] of [["direct.txt", undefined], ["dispatched.txt", { onprogress: (update: unknown) => progress.push(update) }]] as const) {
+      const result = await client.callTool({ name: "write", arguments: { filePath: file, content: "a\u0000b" } }, undefined, options)
+      const settlement = (result._meta as Record<string, { status: string }>)["core/settlement"]
+      expect([file, result.isError, settlement?.status]).toEqual([file, true, "error"])
+      expect(result.content).toEqual([
+        { type: "text", text: "Invalid input for write: content holds a NUL character (\\u0000), which no tool accepts; remove it and call it again." },
+      ])
+      expect(existsSync(join(box.location, file))).toBe(false)
+    }
   })
 })
