@@ -282,14 +282,42 @@ export const cancelledBeforeStart = (services: Services, call: Received) =>
 
 // Performing: what an admitted call does once its intent is recorded.
 
+/**
+ * An update as a tool reported it, checked before any host sees it (a tool file is JavaScript, whatever its types
+ * say): `{ message }` with a string message, and `metadata` only where it is a plain object JSON can carry (a
+ * BigInt, a cycle or a function in it would break the host's event stream); a copy, so the tool changing its object
+ * later changes nothing shown. Anything else is dropped: a tool's progress is never a reason its call fails.
+ */
+const progressOf = (update: unknown): Tool.Progress | undefined => {
+  if (typeof update !== "object" || update === null) return undefined
+  const { message, metadata } = update as { readonly message?: unknown; readonly metadata?: unknown }
+  if (typeof message !== "string") return undefined
+  if (metadata === undefined || typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) return { message }
+  try {
+    return { message, metadata: JSON.parse(JSON.stringify(metadata)) as Readonly<Record<string, unknown>> }
+  } catch {
+    return { message }
+  }
+}
+
 /** The context a call's tool gets: the runner's ids exactly, and its progress reporter (DESIGN §2 law 3). */
-export const contextOf = (call: Call, options: Options | undefined): Tool.Context => ({
-  sessionID: call.sessionID,
-  agent: call.agent,
-  assistantMessageID: call.assistantMessageID,
-  toolCallID: call.toolCallID,
-  progress: (update) => (options?.onProgress === undefined ? Effect.void : options.onProgress(update)),
-})
+export const contextOf = (call: Call, options: Options | undefined): Tool.Context => {
+  const onProgress = options?.onProgress
+  return {
+    sessionID: call.sessionID,
+    agent: call.agent,
+    assistantMessageID: call.assistantMessageID,
+    toolCallID: call.toolCallID,
+    progress:
+      onProgress === undefined
+        ? () => Effect.void
+        : (update) =>
+            Effect.suspend(() => {
+              const checked = progressOf(update)
+              return checked === undefined ? Effect.void : onProgress(checked)
+            }),
+  }
+}
 
 /** Execute: the captured tool's Effect, called when it runs; an execute that gives no Effect fails operationally. */
 export const executing = (call: Call, admitted: Admitted, context: Tool.Context) =>

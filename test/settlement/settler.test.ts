@@ -281,6 +281,49 @@ for (const path of Kernel.PATHS) {
         ))
     })
 
+    // A tool file is JavaScript: `ctx.progress({ title: "x" } as any)` ended `core exec` (exit 3) with a TypeError in
+    // its progress line, and a BigInt in metadata would break a host's event stream.
+    test("a progress update of the wrong shape is dropped, unserialisable metadata left out, and the call goes on", () =>
+      Kernel.run(
+        Effect.gen(function* () {
+          yield* register({
+            sloppy: Tool.make({
+              description: "s",
+              input: Schema.Struct({}),
+              output: Schema.String,
+              execute: (_, ctx) =>
+                Effect.gen(function* () {
+                  const cyclic: Record<string, unknown> = { a: 1 }
+                  cyclic.self = cyclic
+                  const kept = { step: 1 }
+                  for (const update of [
+                    { title: "no message" },
+                    null,
+                    "text",
+                    { message: 42 },
+                    { message: "big", metadata: { n: 10n } },
+                    { message: "cycle", metadata: cyclic },
+                    { message: "list", metadata: [1, 2] },
+                    { message: "fine", metadata: kept },
+                  ]) {
+                    yield* ctx.progress(update as never)
+                  }
+                  kept.step = 2
+                  return "done"
+                }),
+            }),
+          })
+          const updates: Array<Tool.Progress> = []
+          const turn = yield* (yield* Settler.Service).materialize()
+          const { settlement } = yield* turn.settle(
+            { sessionID: "ses_1", agent: "build", assistantMessageID: "msg_1", toolCallID: "call_p", name: "sloppy", input: {} },
+            { onProgress: (update) => Effect.sync(() => updates.push(update)) },
+          )
+          expect(settlement.status).toBe("success")
+          expect(updates).toEqual([{ message: "big" }, { message: "cycle" }, { message: "list" }, { message: "fine", metadata: { step: 1 } }])
+        }),
+      ))
+
     describe("Settler: failure semantics", () => {
       test("Tool.Failure becomes a model-visible failure", () =>
         Kernel.run(
