@@ -230,7 +230,8 @@ const programOf = (command: string): string | undefined => {
 }
 
 /**
- * The files the user's git config names for git to read or run: `core.excludesFile`, `core.attributesFile`,
+ * The files the git configs `configs` (the user's: `~/.gitconfig`, `~/.config/git/config`) name for git to read
+ * or run: `core.excludesFile`, `core.attributesFile`,
  * `core.hooksPath`, `init.templateDir`, the program a command key runs by its path (PROGRAMS: `core.pager =
  * ~/bin/pager.sh`, `diff.external`, a filter's `clean`...), and the files `[include]` and `[includeIf]` sections
  * pull in (git gives up on a config whose include it may not read), followed through their own includes; under the
@@ -238,7 +239,10 @@ const programOf = (command: string): string | undefined => {
  * itself are never one (a config naming them names no file of its own). A secret among them stays carved out
  * (./credentials): git then fails rather than leak it.
  */
-const gitFiles = (home: string): ReadonlyArray<string> => {
+const gitFiles = (
+  home: string,
+  configs: ReadonlyArray<string> = [join(home, ".gitconfig"), join(home, ".config/git/config")],
+): ReadonlyArray<string> => {
   const found: Array<string> = []
   const visit = (file: string, depth: number): void => {
     let text: string
@@ -272,7 +276,7 @@ const gitFiles = (home: string): ReadonlyArray<string> => {
       if (key === "path" && named && depth < INCLUDES_MAX) visit(path, depth + 1)
     }
   }
-  for (const config of [join(home, ".gitconfig"), join(home, ".config/git/config")]) visit(config, 0)
+  for (const config of configs) visit(config, 0)
   return found
 }
 
@@ -291,6 +295,96 @@ const homePlaces = (home: string): ReadonlyArray<string> => [
   ...gitFiles(home),
   ...RUNS.map((place) => join(home, place)),
 ]
+
+/**
+ * Variables of the user's environment that name a file their shells, interpreters or tools run or read as they
+ * start (`BASH_ENV`: every non-interactive bash sources it; `PYTHONSTARTUP`; `GIT_CONFIG_GLOBAL`, git's config in
+ * place of `~/.gitconfig`; an `.npmrc` whose `node-options` runs code; `LD_PRELOAD`, loaded into every program).
+ */
+const ENV_FILES = [
+  "BASH_ENV",
+  "ENV",
+  "PYTHONSTARTUP",
+  "INPUTRC",
+  "MYVIMRC",
+  "GIT_CONFIG_GLOBAL",
+  "NPM_CONFIG_USERCONFIG",
+  "NPM_CONFIG_GLOBALCONFIG",
+  "PIP_CONFIG_FILE",
+  "WGETRC",
+  "LESSKEYIN",
+]
+
+/**
+ * Variables that move a toolchain's folder (or a shell's) from where HOME and RUNS expect it: `CARGO_HOME`, whose
+ * `config.toml` may name a `rustc-wrapper`; `ZDOTDIR`, where zsh reads `.zshrc`; an npm prefix, whose `bin` and
+ * `lib/node_modules` npm's global installs fill.
+ */
+const ENV_FOLDERS = [
+  "ZDOTDIR",
+  "CARGO_HOME",
+  "RUSTUP_HOME",
+  "NVM_DIR",
+  "PYENV_ROOT",
+  "RBENV_ROOT",
+  "SDKMAN_DIR",
+  "VOLTA_HOME",
+  "BUN_INSTALL",
+  "DENO_INSTALL",
+  "PNPM_HOME",
+  "GEM_HOME",
+  "GOBIN",
+  "PIPX_HOME",
+  "PIPX_BIN_DIR",
+  "POETRY_HOME",
+  "PYTHONUSERBASE",
+  "NPM_CONFIG_PREFIX",
+  "npm_config_prefix",
+  "DOTNET_ROOT",
+  "ASDF_DIR",
+  "ASDF_DATA_DIR",
+  "MISE_DATA_DIR",
+  "CURL_HOME",
+]
+
+/** Variables holding a list of folders (`:` between them) that interpreters load code from, or a linker libraries. */
+const ENV_LISTS = ["GOPATH", "PYTHONPATH", "NODE_PATH", "PERL5LIB", "PERLLIB", "RUBYLIB", "GEM_PATH", "LD_LIBRARY_PATH", "JULIA_DEPOT_PATH"]
+
+/** Variables of options an interpreter takes at every start, whose absolute paths name code it loads (`--require /x.js`). */
+const ENV_OPTIONS = ["NODE_OPTIONS", "PERL5OPT", "RUBYOPT", "JAVA_TOOL_OPTIONS", "LD_PRELOAD"]
+
+/**
+ * Where the user's environment (`env`, core's own, which its commands and the user's shell share) moves or adds
+ * places their programs come from: ENV_FILES, ENV_FOLDERS, each folder of ENV_LISTS, the absolute paths among
+ * ENV_OPTIONS' words (`-javaagent:/opt/agent.jar` as `/opt/agent.jar`), the files and folders HOME and RUNS name
+ * under `~/.config` and `~/.local/share` where `XDG_CONFIG_HOME` and `XDG_DATA_HOME` put them instead, and what a
+ * git config `GIT_CONFIG_GLOBAL` or `XDG_CONFIG_HOME` names. Absolute paths only (a relative one is relative to
+ * wherever a program runs); never `/` or the home itself.
+ */
+export const environmentPlaces = (env: Readonly<Record<string, string | undefined>>, home: string): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  const add = (value: string | undefined) => {
+    const path = value?.trim()
+    if (path === undefined || !path.startsWith("/")) return
+    const resolved = resolve(path)
+    if (resolved !== "/" && resolved !== home && !found.includes(resolved)) found.push(resolved)
+  }
+  for (const name of [...ENV_FILES, ...ENV_FOLDERS]) add(env[name])
+  for (const name of ENV_LISTS) for (const entry of (env[name] ?? "").split(":")) add(entry)
+  for (const name of ENV_OPTIONS) {
+    for (const word of (env[name] ?? "").split(/[\s:=,]+/)) add(word.replace(/^['"]|['"]$/g, ""))
+  }
+  const moved = (variable: string, under: string) => {
+    const to = env[variable]?.trim()
+    if (to === undefined || !to.startsWith("/") || resolve(to) === join(home, under)) return
+    for (const place of [...HOME, ...RUNS]) if (place.startsWith(`${under}/`)) add(join(to, place.slice(under.length + 1)))
+  }
+  moved("XDG_CONFIG_HOME", ".config")
+  moved("XDG_DATA_HOME", ".local/share")
+  const configs = [env.GIT_CONFIG_GLOBAL, env.XDG_CONFIG_HOME === undefined ? undefined : join(env.XDG_CONFIG_HOME, "git/config")]
+  for (const path of gitFiles(home, configs.filter((config): config is string => config?.startsWith("/") === true))) add(path)
+  return found
+}
 
 /** `~` and `~/x` against the home, a relative path against `from`, an absolute one as it is. */
 const expand = (path: string, home: string, from: string): string =>
@@ -412,6 +506,11 @@ export interface Places {
   /** The PATH folders, their prefixes and the installs their links lead into, as given and where each really is. */
   readonly programs: ReadonlyArray<string>
   /**
+   * What the user's environment names (environmentPlaces), as given and where each really is; like a PATH folder,
+   * one inside a project's Location is the project's own.
+   */
+  readonly environment: ReadonlyArray<string>
+  /**
    * The home's toolchain places, git's files and what starts with the user's tools (HOME, RUNS, gitFiles), as
    * given and where each really is.
    */
@@ -432,11 +531,14 @@ export const placesOf = (home: string, path: string | undefined): Places => {
   if (cached !== undefined && cached.key === key && now - cached.at < PLACES_MS) return cached
   const folders = pathFolders(home, path)
   const places = homePlaces(home)
+  // Kept as PATH folders are: one inside a project's Location (a PYTHONPATH of its `src`) is the project's own.
+  const moved = environmentPlaces(process.env, home)
   cached = {
     key,
     at: now,
     holding: new Map(),
     programs: [...new Set([...folders, ...madeOf(home, folders)])],
+    environment: [...new Set([...moved, ...moved.map(really)])],
     home: [...new Set([...places, ...places.map(really)])],
     others: process.getuid?.() === 0 ? Homes.others(really(home)).flatMap(othersIn) : [],
   }
@@ -470,7 +572,7 @@ const holdsAny = (places: Places, home: string, location: string): boolean => {
   if (holds === undefined) {
     holds =
       [...places.home, ...places.others, ...SYSTEM_PLACES].some((place) => within(location, place)) ||
-      places.programs.some((folder) => within(location, folder) && !projectOwn(places, home, location, folder))
+      [...places.programs, ...places.environment].some((folder) => within(location, folder) && !projectOwn(places, home, location, folder))
     places.holding.set(location, holds)
   }
   return holds
@@ -496,7 +598,7 @@ export const unchangeable = (home: string, path: string | undefined, location: s
   const places = placesOf(home, path)
   return [
     ...places.home,
-    ...places.programs.filter((folder) => !projectOwn(places, home, location, folder)),
+    ...[...places.programs, ...places.environment].filter((folder) => !projectOwn(places, home, location, folder)),
     ...places.others,
     ...SYSTEM_PLACES,
   ]
@@ -529,6 +631,10 @@ export const change = (
   const program = places.programs.find((folder) => at(folder) && !projectOwn(places, home, location, folder) && !own(folder))
   if (program !== undefined) {
     return `${real}, in ${program}, where programs on the user's PATH come from: what is there runs outside any sandbox whenever the user types a command`
+  }
+  const named = places.environment.find((place) => at(place) && !projectOwn(places, home, location, place) && !own(place))
+  if (named !== undefined) {
+    return `${real}, in ${named}, which the user's environment names as what their shells, interpreters or tools run or load as they start`
   }
   const place = places.home.find((place) => at(place) && !own(place))
   if (place !== undefined) {

@@ -111,3 +111,48 @@ describe("Toolchains.change: the programs the user's git config runs by their pa
     }
   })
 })
+
+describe("Toolchains.environmentPlaces: what the user's environment names", () => {
+  test("files shells and interpreters run, moved toolchain folders, load paths, paths in options, XDG's moved folders, and GIT_CONFIG_GLOBAL's programs", () => {
+    const home = realpathSync(tempDir("core-env-home-"))
+    const tools = realpathSync(tempDir("core-env-tools-"))
+    writeFileSync(join(tools, "gitconfig"), `[core]\n\tpager = ${tools}/pager.sh\n`)
+    const places = Toolchains.environmentPlaces(
+      {
+        BASH_ENV: `${tools}/bashenv`,
+        PYTHONSTARTUP: `${tools}/startup.py`,
+        CARGO_HOME: `${tools}/cargo`,
+        ZDOTDIR: `${tools}/zsh`,
+        PYTHONPATH: `${tools}/pylib:relative/src::/`,
+        NODE_OPTIONS: `--require ${tools}/hook.js --max-old-space-size=4096`,
+        JAVA_TOOL_OPTIONS: `-javaagent:${tools}/agent.jar`,
+        LD_PRELOAD: `${tools}/libhook.so`,
+        XDG_CONFIG_HOME: `${home}/dotconfig`,
+        GIT_CONFIG_GLOBAL: `${tools}/gitconfig`,
+        GOPATH: home,
+        EDITOR: `${tools}/not-named`,
+      },
+      home,
+    )
+    for (const path of [
+      `${tools}/bashenv`,
+      `${tools}/startup.py`,
+      `${tools}/cargo`,
+      `${tools}/zsh`,
+      `${tools}/pylib`,
+      `${tools}/hook.js`,
+      `${tools}/agent.jar`,
+      `${tools}/libhook.so`,
+      `${home}/dotconfig/git`,
+      `${home}/dotconfig/nvim`,
+      `${home}/dotconfig/direnv`,
+      `${tools}/gitconfig`,
+      `${tools}/pager.sh`,
+    ]) {
+      expect([path, places.includes(path)]).toEqual([path, true])
+    }
+    // Relative entries, `/`, the home itself and variables that name nothing run at start are none.
+    for (const path of ["/", home, `${tools}/not-named`, "relative/src"]) expect([path, places.includes(path)]).toEqual([path, false])
+    expect(Toolchains.environmentPlaces({}, home)).toEqual([])
+  })
+})

@@ -235,6 +235,29 @@ describe("the user's programs and toolchains", () => {
     expect((await call(box, "write", { filePath: join(tools, "notes.txt"), content: "x\n" })).status).toBe("success")
   }, 120_000)
 
+  // BASH_ENV names a file every non-interactive bash sources, PYTHONPATH folders every python imports from,
+  // CARGO_HOME where cargo's config.toml is: the environment moved them from where the home's lists look.
+  test("places the user's environment names are refused too; one inside the Location stays the project's", async () => {
+    const box = sandbox({ "core.json": ALLOW_EVERYWHERE })
+    const tools = tempDir("core-env-tools-")
+    mkdirSync(join(tools, "cargo"))
+    writeFileSync(join(tools, "cargo/config.toml"), "[build]\njobs = 2\n")
+    box.env.BASH_ENV = join(tools, "bashenv")
+    box.env.PYTHONPATH = `${join(tools, "pylib")}:${join(box.location, "src")}`
+    box.env.CARGO_HOME = join(tools, "cargo")
+    box.env.NODE_OPTIONS = `--require ${join(tools, "hook.js")}`
+    await refused(box, "write", { filePath: join(tools, "bashenv"), content: "touch /tmp/pwned\n" }, join(tools, "bashenv"))
+    await refused(box, "write", { filePath: join(tools, "pylib/sitecustomize.py"), content: "import os\n" }, join(tools, "pylib"))
+    await refused(box, "edit", { filePath: join(tools, "cargo/config.toml"), oldString: "jobs = 2", newString: 'rustc-wrapper = "/tmp/evil"' }, join(tools, "cargo"))
+    await refused(box, "write", { filePath: join(tools, "hook.js"), content: "require('child_process')\n" }, join(tools, "hook.js"))
+    const line = await call(box, "bash", { command: `echo 'touch /tmp/pwned' > ${join(tools, "bashenv")}` })
+    expect([line.status, line.error?.message.includes(PERSON)]).toEqual(["error", true])
+    expect([existsSync(join(tools, "bashenv")), existsSync(join(tools, "pylib")), existsSync(join(tools, "hook.js"))]).toEqual([false, false, false])
+    expect(readFileSync(join(tools, "cargo/config.toml"), "utf8")).toBe("[build]\njobs = 2\n")
+    // The project's own src on PYTHONPATH is the project's to change.
+    expect((await call(box, "write", { filePath: join(box.location, "src/app.py"), content: "print(1)\n" })).status).toBe("success")
+  }, 120_000)
+
   // `sudo core …` in alice's project: her ~/.local/bin, ~/.bashrc.d and ~/.gitconfig were written after an
   // external_directory ask, the shell's too; only her credential stores were kept.
   test.skipIf(process.getuid?.() !== 0)("run by root, another user's toolchains, start-up files and git config are refused too", async () => {
