@@ -178,6 +178,61 @@ export const SYSTEM: ReadonlyArray<string> = [
   "/run/credentials",
 ]
 
+/**
+ * Variables of the user's environment naming a credential store where the lists do not look: a service account's
+ * key (`GOOGLE_APPLICATION_CREDENTIALS`), the files or folders the cloud, container and registry CLIs read their
+ * logins from when moved (`AWS_SHARED_CREDENTIALS_FILE`, `DOCKER_CONFIG`, `GNUPGHOME`, `GH_CONFIG_DIR`...).
+ */
+export const ENVIRONMENT: ReadonlyArray<string> = [
+  "GOOGLE_APPLICATION_CREDENTIALS",
+  "CLOUDSDK_CONFIG",
+  "AWS_SHARED_CREDENTIALS_FILE",
+  "AWS_CONFIG_FILE",
+  "AWS_WEB_IDENTITY_TOKEN_FILE",
+  "AZURE_CONFIG_DIR",
+  "OCI_CLI_CONFIG_FILE",
+  "BOTO_CONFIG",
+  "DOCKER_CONFIG",
+  "REGISTRY_AUTH_FILE",
+  "GNUPGHOME",
+  "PASSWORD_STORE_DIR",
+  "GH_CONFIG_DIR",
+  "GLAB_CONFIG_DIR",
+  "NETRC",
+  "PGPASSFILE",
+  "MYSQL_PWD_FILE",
+  "NPM_CONFIG_USERCONFIG",
+  "npm_config_userconfig",
+  "TF_CLI_CONFIG_FILE",
+  "HF_TOKEN_PATH",
+  "VAULT_CONFIG_PATH",
+  "CARGO_HOME",
+]
+
+/** Of ENVIRONMENT, the variables naming a folder whose credentials are one file in it (cargo's `credentials.toml`). */
+const ENVIRONMENT_FILES: Readonly<Record<string, ReadonlyArray<string>>> = { CARGO_HOME: ["credentials", "credentials.toml"] }
+
+/**
+ * The credential stores the user's environment `env` names (ENVIRONMENT, and each file `KUBECONFIG` lists): absolute
+ * paths as given, never `/` or `home` itself. Pure: the caller looks where each really is.
+ */
+export const environmentOf = (env: Readonly<Record<string, string | undefined>>, home: string): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  const add = (path: string) => {
+    const trimmed = path.trim().replace(/\/+$/, "")
+    if (trimmed.startsWith("/") && trimmed !== home && !found.includes(trimmed)) found.push(trimmed)
+  }
+  for (const name of ENVIRONMENT) {
+    const value = env[name]
+    if (value === undefined) continue
+    const files = ENVIRONMENT_FILES[name]
+    if (files === undefined) add(value)
+    else for (const file of files) add(`${value.replace(/\/+$/, "")}${sep}${file}`)
+  }
+  for (const entry of (env.KUBECONFIG ?? "").split(":")) add(entry)
+  return found
+}
+
 /** The system secret `real` (a real path) lies in, or undefined. */
 export const systemOf = (real: string): string | undefined => {
   // Most paths (a project's files) are in none: their first folder says so.

@@ -350,6 +350,8 @@ interface Paths {
   readonly user: NonNullable<Options["user"]>
   /** The credential stores of the system's other users (Credentials.storesUnder), looked up on first use. */
   readonly otherStores: () => (real: string) => string | undefined
+  /** The credential stores the user's environment names (Credentials.environmentOf), as given and where each really is. */
+  readonly environmentStores: ReadonlyArray<string>
   readonly readableReal: ReadonlyArray<string>
   readonly protectedRoots: Protected.Roots
 }
@@ -373,6 +375,10 @@ const keptFrom = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolv
     )
   // Where it really is, and as it was named: a login file linked to a dotfiles repository is as secret as any.
   const grants = input.access === "read" ? user.read : user.write
+  const named = environmentStoreOf(paths, resolved.real, grants) ?? environmentStoreOf(paths, resolved.requested, grants)
+  if (named !== undefined) {
+    return secret(named, "a credential store the user's environment names (GOOGLE_APPLICATION_CREDENTIALS, KUBECONFIG, DOCKER_CONFIG...)")
+  }
   const store =
     Credentials.anyStoreOf(user.home, resolved.real, grants, paths.otherStores()) ??
     (resolved.requested === resolved.real ? undefined : Credentials.anyStoreOf(user.home, resolved.requested, grants, paths.otherStores())) ??
@@ -471,6 +477,15 @@ const linkedStoreOf = (home: string, real: string, granted: ReadonlyArray<string
   return found?.[0]
 }
 
+/**
+ * The credential store the user's environment names that `path` lies in, unless a grant names that store or a path
+ * inside it and holds `path` (as a store under the home); undefined otherwise.
+ */
+const environmentStoreOf = (paths: Paths, path: string, granted: ReadonlyArray<string>): string | undefined =>
+  paths.environmentStores.find(
+    (store) => Boundary.isWithin(store, path) && !granted.some((grant) => Boundary.isWithin(store, grant) && Boundary.isWithin(grant, path)),
+  )
+
 /** The real paths of a Location's options, and what is protected there. */
 const pathsOf = (options: Options): Paths => {
   // Paths are compared with the project's real path (a project reached through a symlink included).
@@ -483,6 +498,7 @@ const pathsOf = (options: Options): Paths => {
     realProject,
     user: { ...given, home },
     otherStores: () => (others ??= Credentials.storesUnder(Homes.others(home))),
+    environmentStores: [...new Set(Credentials.environmentOf(process.env, home).flatMap((path) => [path, realOr(path)]))],
     readableReal: (options.readableRoots ?? []).map(realOr),
     protectedRoots: Protected.roots({
       location: realProject,
@@ -703,6 +719,7 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         rules,
         denies: (agent, action) => Rule.denier(rules(agent), action),
         credential: (real) =>
+          environmentStoreOf(paths, real, user.read) !== undefined ||
           Credentials.anyStoreOf(user.home, real, user.read, paths.otherStores()) !== undefined ||
           Credentials.systemOf(real) !== undefined ||
           linkedStoreOf(user.home, real, user.read) !== undefined,

@@ -13,6 +13,7 @@ import { homedir, tmpdir } from "node:os"
 import { dirname, join, relative, resolve, sep } from "node:path"
 import { Covered } from "./covered"
 import { Listing } from "./listing"
+import { Credentials } from "../permission/credentials"
 import { Homes } from "../permission/homes"
 import { Toolchains } from "../permission/toolchains"
 import { Home } from "./home"
@@ -212,7 +213,9 @@ const workOut = (
   // Run by root, the other users' stores too: root keeps DAC_OVERRIDE, which passes their modes.
   const otherHomes = process.getuid?.() === 0 ? Homes.others(home) : []
   const others = otherHomes.flatMap(Home.denied)
-  const denied = [...Home.denied(home), ...others].map(Landlock.real)
+  // And the stores the user's environment names elsewhere (a service account's key, a moved DOCKER_CONFIG).
+  const named = Credentials.environmentOf(env, home).filter(exists)
+  const denied = [...Home.denied(home), ...others, ...named].map(Landlock.real)
   const system = Landlock.real(tmpdir())
   const allowRead = expand(settings.allowRead)
   const writeGrants = grantsOf(settings.allowWrite, home, policy.location, system)

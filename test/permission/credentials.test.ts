@@ -129,3 +129,50 @@ describe("credential stores and the file tools", () => {
     expect((await deeper.exec("grep", { pattern: "ghp_", path: "." })).stdout).toContain("ghp_mine")
   }, 120_000)
 })
+
+// GOOGLE_APPLICATION_CREDENTIALS names a service account's key wherever the user keeps it; KUBECONFIG and
+// DOCKER_CONFIG move cluster and registry logins: `read` of them, with every rule allowing it, showed the key.
+describe("credential stores the user's environment names", () => {
+  const MARKERS = ["CORE-SA-SECRET", "CORE-DOCKER-SECRET", "CORE-KUBE-SECRET"]
+  test("are refused to read, grep, list and commands, wherever they are; the rest of their folder is not", async () => {
+    const user = developerHome()
+    const keys = tempDir("core-env-keys-")
+    const location = tempDir("core-env-location-")
+    writeFileSync(join(location, "core.json"), JSON.stringify(EVERYWHERE))
+    writeFileSync(join(keys, "sa.json"), '{"private_key":"CORE-SA-SECRET"}\n')
+    writeFileSync(join(keys, "notes.txt"), "ordinary notes\n")
+    mkdirSync(join(keys, "docker"))
+    writeFileSync(join(keys, "docker", "config.json"), '{"auths":{"r":{"auth":"CORE-DOCKER-SECRET"}}}\n')
+    mkdirSync(join(location, ".kube-dev"))
+    writeFileSync(join(location, ".kube-dev", "config"), "token: CORE-KUBE-SECRET\n")
+    const env = {
+      ...user.env,
+      CORE_HOME: tempDir("core-home-"),
+      CORE_DATA_DIR: tempDir("core-data-"),
+      GOOGLE_APPLICATION_CREDENTIALS: join(keys, "sa.json"),
+      DOCKER_CONFIG: join(keys, "docker"),
+      KUBECONFIG: `${join(location, ".kube-dev", "config")}:${join(keys, "missing")}`,
+    }
+    const exec = async (tool: string, input: object) =>
+      (await run(["exec", tool, "--input", JSON.stringify(input), "--location", location, "--yes"], { env, cwd: location })).stdout
+    for (const filePath of [join(keys, "sa.json"), join(keys, "docker", "config.json"), ".kube-dev/config"]) {
+      const read = await exec("read", { filePath })
+      expect([filePath, MARKERS.some((marker) => read.includes(marker)), read.includes("a credential store the user's environment names")]).toEqual([
+        filePath,
+        false,
+        true,
+      ])
+    }
+    const walks = [
+      await exec("grep", { pattern: "SECRET", path: keys }),
+      await exec("grep", { pattern: "SECRET", path: "." }),
+      await exec("list", { path: keys }),
+      await exec("bash", { command: `cat ${join(keys, "sa.json")}` }),
+      await exec("bash", { command: `python3 -c "print(open('${join(keys, "docker", "config.json")}').read())" ; cat .kube-dev/config ; true` }),
+    ]
+    for (const output of walks) for (const marker of MARKERS) expect(output).not.toContain(marker)
+    expect(walks[2]).not.toContain("sa.json")
+    expect(walks[2]).toContain("notes.txt")
+    expect(await exec("read", { filePath: join(keys, "notes.txt") })).toContain("ordinary notes")
+  }, 120_000)
+})
