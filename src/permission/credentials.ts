@@ -5,7 +5,7 @@ export * as Credentials from "./credentials"
 // shell.allowWrite): the command sandbox carves them out of every grant (../shell/home), and the file tools refuse
 // them (./permission). A list of places only; nothing here touches the disk.
 
-import { sep } from "node:path"
+import { join, resolve, sep } from "node:path"
 
 /**
  * Secrets under the home, relative to it. The rest of the home is not granted to commands at all; this list is what
@@ -206,30 +206,52 @@ export const ENVIRONMENT: ReadonlyArray<string> = [
   "TF_CLI_CONFIG_FILE",
   "HF_TOKEN_PATH",
   "VAULT_CONFIG_PATH",
+  "DOCKER_CERT_PATH",
+  "SOPS_AGE_KEY_FILE",
   "CARGO_HOME",
+  "HF_HOME",
+  "ZDOTDIR",
 ]
 
-/** Of ENVIRONMENT, the variables naming a folder whose credentials are one file in it (cargo's `credentials.toml`). */
-const ENVIRONMENT_FILES: Readonly<Record<string, ReadonlyArray<string>>> = { CARGO_HOME: ["credentials", "credentials.toml"] }
+/**
+ * Of ENVIRONMENT, the variables naming a folder whose secrets are some of the files in it: cargo's credentials,
+ * Hugging Face's token, and the login files and history zsh keeps in `ZDOTDIR` (as `~/.zshrc` is one).
+ */
+const ENVIRONMENT_FILES: Readonly<Record<string, ReadonlyArray<string>>> = {
+  CARGO_HOME: ["credentials", "credentials.toml"],
+  HF_HOME: ["token", "stored_tokens"],
+  ZDOTDIR: [".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".zsh_history"],
+}
 
 /**
- * The credential stores the user's environment `env` names (ENVIRONMENT, and each file `KUBECONFIG` lists): absolute
- * paths as given, never `/` or `home` itself. Pure: the caller looks where each really is.
+ * The credential stores the user's environment `env` names (ENVIRONMENT, each file `KUBECONFIG` lists, and the
+ * stores under `~/.config` and `~/.local/share` where `XDG_CONFIG_HOME` and `XDG_DATA_HOME` move them), as absolute
+ * paths: a relative value is taken against `cwd` (where core, and the programs reading the variable, started);
+ * never `/` or `home` itself. Pure: the caller looks where each really is.
  */
-export const environmentOf = (env: Readonly<Record<string, string | undefined>>, home: string): ReadonlyArray<string> => {
+export const environmentOf = (env: Readonly<Record<string, string | undefined>>, home: string, cwd: string): ReadonlyArray<string> => {
   const found: Array<string> = []
-  const add = (path: string) => {
-    const trimmed = path.trim().replace(/\/+$/, "")
-    if (trimmed.startsWith("/") && trimmed !== home && !found.includes(trimmed)) found.push(trimmed)
+  const add = (value: string) => {
+    const trimmed = value.trim()
+    if (trimmed === "") return
+    const path = resolve(cwd, trimmed)
+    if (path !== sep && path !== home && !found.includes(path)) found.push(path)
   }
   for (const name of ENVIRONMENT) {
     const value = env[name]
-    if (value === undefined) continue
+    if (value === undefined || value.trim() === "") continue
     const files = ENVIRONMENT_FILES[name]
     if (files === undefined) add(value)
-    else for (const file of files) add(`${value.replace(/\/+$/, "")}${sep}${file}`)
+    else for (const file of files) add(join(resolve(cwd, value.trim()), file))
   }
   for (const entry of (env.KUBECONFIG ?? "").split(":")) add(entry)
+  const moved = (variable: string, under: string) => {
+    const to = env[variable]?.trim()
+    if (to === undefined || to === "" || resolve(cwd, to) === join(home, under)) return
+    for (const store of STORES) if (store.startsWith(`${under}/`)) add(join(resolve(cwd, to), store.slice(under.length + 1)))
+  }
+  moved("XDG_CONFIG_HOME", ".config")
+  moved("XDG_DATA_HOME", ".local/share")
   return found
 }
 

@@ -528,7 +528,7 @@ export const pointedFrom = (location: string, user = true): ReadonlyArray<Place>
 /** The `core.hooksPath` values of the user's own git config files (includes not followed), as written. */
 export const userHooksPaths = (): ReadonlyArray<string> =>
   userConfigFiles(homedir()).flatMap((file) =>
-    entriesOf(read(file) ?? "")
+    configEntries(read(file) ?? "")
       .filter((entry) => entry.section === "core" && entry.key === "hookspath" && entry.value !== "")
       .map((entry) => entry.value),
   )
@@ -564,7 +564,7 @@ const pointedAt = (configs: ReadonlyArray<string>, root: string, user = true): A
     seen.add(file)
     const text = read(file)
     if (text === undefined) continue
-    for (const { section, key, value } of entriesOf(text)) {
+    for (const { section, key, value } of configEntries(text)) {
       if (value === "") continue
       if (section === "core" && key === "hookspath") {
         const path = expand(value, root)
@@ -583,45 +583,127 @@ const pointedAt = (configs: ReadonlyArray<string>, root: string, user = true): A
 
 /** The values a git config's text gives `section.key` (both lower case; a subsection's dropped), in order. */
 export const valuesOf = (text: string, section: string, key: string): ReadonlyArray<string> =>
-  entriesOf(text)
+  configEntries(text)
     .filter((entry) => entry.section === section && entry.key === key)
     .map((entry) => entry.value)
 
-/** A git config file's `key = value` entries, with the section each is in (lower case, its subsection dropped). */
-const entriesOf = (text: string): Array<{ readonly section: string; readonly key: string; readonly value: string }> => {
-  const entries: Array<{ section: string; key: string; value: string }> = []
-  let section = ""
-  for (const raw of text.split(/\r?\n/)) {
-    const line = raw.trim()
-    if (line === "" || line.startsWith("#") || line.startsWith(";")) continue
-    const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"(?:[^"\\]|\\.)*")?\s*\]\s*(.*)$/s.exec(line)
-    if (header !== null) {
-      section = header[1]!.toLowerCase()
-      // `[core] hooksPath = x` on the header's line.
-      if (header[2] === "") continue
-      const rest = /^([A-Za-z][A-Za-z0-9-]*)\s*=\s*(.*)$/s.exec(header[2]!)
-      if (rest !== null) entries.push({ section, key: rest[1]!.toLowerCase(), value: valueOf(rest[2]!) })
-      continue
-    }
-    // (`s`: a carriage return inside a line is the value's, as git reads it, not where the line ends.)
-    const entry = /^([A-Za-z][A-Za-z0-9-]*)\s*=\s*(.*)$/s.exec(line)
-    if (entry !== null) entries.push({ section, key: entry[1]!.toLowerCase(), value: valueOf(entry[2]!) })
-  }
-  return entries
+/** One `key = value` of a git config: its section and key lower case, the subsection as written (`filter "lfs"`). */
+export interface ConfigEntry {
+  readonly section: string
+  readonly subsection?: string
+  readonly key: string
+  readonly value: string
+  /** A key with no `=` (git reads it as true). */
+  readonly bare?: true
 }
 
-/** A config value as git reads it: quotes joined, escapes undone, a comment outside quotes left out. */
-const valueOf = (raw: string): string => {
-  let value = ""
-  let quoted = false
-  for (let index = 0; index < raw.length; index++) {
-    const char = raw[index]!
-    if (char === "\\" && index + 1 < raw.length) {
-      const next = raw[++index]!
-      value += next === "n" ? "\n" : next === "t" ? "\t" : next
-    } else if (char === '"') quoted = !quoted
-    else if (!quoted && (char === "#" || char === ";")) break
-    else value += char
+const NAME_CHAR = /[A-Za-z0-9.-]/
+const KEY_START = /[A-Za-z]/
+const KEY_CHAR = /[A-Za-z0-9-]/
+
+/**
+ * A git config file's entries as git reads them, in one pass over the text: `[section "sub"]` and the older
+ * `[section.sub]` headers (an entry may follow on the header's line), `key = value` and a bare `key` (true), and
+ * values with `"` quoting parts, backslash escapes (`\n`, `\t`, `\b`, `\"`, `\\`), a backslash at the end of a
+ * line continuing the value on the next (also hiding what would start a section there), spaces around the value
+ * dropped and `#` or `;` outside quotes starting a comment. What git would refuse (a quote left open, a line it
+ * cannot read) is read as far as it goes: a config git refuses runs nothing.
+ */
+export const configEntries = (text: string): Array<ConfigEntry> => {
+  const entries: Array<ConfigEntry> = []
+  const length = text.length
+  let at = 0
+  let section = ""
+  let subsection: string | undefined
+  const lineEnd = () => {
+    while (at < length && text[at] !== "\n") at++
   }
-  return value.trim()
+  while (at < length) {
+    const char = text[at]!
+    if (char === " " || char === "\t" || char === "\r" || char === "\n") {
+      at++
+      continue
+    }
+    if (char === "#" || char === ";") {
+      lineEnd()
+      continue
+    }
+    if (char === "[") {
+      at++
+      let name = ""
+      while (at < length && NAME_CHAR.test(text[at]!)) name += text[at++]
+      subsection = undefined
+      while (text[at] === " " || text[at] === "\t") at++
+      if (text[at] === '"') {
+        at++
+        let sub = ""
+        while (at < length && text[at] !== '"' && text[at] !== "\n") {
+          if (text[at] === "\\" && at + 1 < length && text[at + 1] !== "\n") at++
+          sub += text[at++]
+        }
+        if (text[at] === '"') at++
+        subsection = sub
+      }
+      while (at < length && text[at] !== "]" && text[at] !== "\n") at++
+      if (text[at] === "]") at++
+      const dot = name.indexOf(".")
+      if (dot !== -1 && subsection === undefined) [name, subsection] = [name.slice(0, dot), name.slice(dot + 1).toLowerCase()]
+      section = name.toLowerCase()
+      continue
+    }
+    if (!KEY_START.test(char)) {
+      lineEnd()
+      continue
+    }
+    let key = ""
+    while (at < length && KEY_CHAR.test(text[at]!)) key += text[at++]
+    while (text[at] === " " || text[at] === "\t") at++
+    if (text[at] !== "=") {
+      // A bare key is true; anything else after it is not git's to read.
+      entries.push({ section, ...(subsection === undefined ? {} : { subsection }), key: key.toLowerCase(), value: "true", bare: true })
+      lineEnd()
+      continue
+    }
+    at++
+    let value = ""
+    /** Spaces outside quotes after what was read: part of the value only where more of it follows. */
+    let spaces = ""
+    let quoted = false
+    while (at < length) {
+      const next = text[at]!
+      if (next === "\n") break
+      if (!quoted && (next === "#" || next === ";")) {
+        lineEnd()
+        break
+      }
+      if (next === "\\") {
+        const escaped = text[at + 1]
+        if (escaped === "\n") {
+          at += 2
+          continue
+        }
+        if (escaped === "\r" && text[at + 2] === "\n") {
+          at += 3
+          continue
+        }
+        value += spaces + (escaped === "n" ? "\n" : escaped === "t" ? "\t" : escaped === "b" ? "\b" : (escaped ?? ""))
+        spaces = ""
+        at += 2
+        continue
+      }
+      if (next === '"') {
+        quoted = !quoted
+        value += spaces
+        spaces = ""
+      } else if (!quoted && (next === " " || next === "\t" || next === "\r")) {
+        if (value !== "") spaces += next
+      } else {
+        value += spaces + next
+        spaces = ""
+      }
+      at++
+    }
+    entries.push({ section, ...(subsection === undefined ? {} : { subsection }), key: key.toLowerCase(), value })
+  }
+  return entries
 }

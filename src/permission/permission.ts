@@ -498,7 +498,7 @@ const pathsOf = (options: Options): Paths => {
     realProject,
     user: { ...given, home },
     otherStores: () => (others ??= Credentials.storesUnder(Homes.others(home))),
-    environmentStores: [...new Set(Credentials.environmentOf(process.env, home).flatMap((path) => [path, realOr(path)]))],
+    environmentStores: [...new Set(Credentials.environmentOf(process.env, home, process.cwd()).flatMap((path) => [path, realOr(path)]))],
     readableReal: (options.readableRoots ?? []).map(realOr),
     protectedRoots: Protected.roots({
       location: realProject,

@@ -12,6 +12,7 @@ export * as Toolchains from "./toolchains"
 
 import { type Dirent, readdirSync, readFileSync, realpathSync } from "node:fs"
 import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path"
+import { Git } from "./git"
 import { Homes } from "./homes"
 
 /**
@@ -162,39 +163,6 @@ export const RUNS: ReadonlyArray<string> = [
 const INCLUDES_MAX = 5
 
 /**
- * A git config line's key and value (`key = value`, after an optional `[section]`), or undefined where the line sets
- * none. The value as git reads it: spaces around it dropped (not inside quotes), `"` quoting a part of it (`"~/my
- * tools/pager" -R`), a backslash escaping the next character (`\n`, `\t` and `\b` as git has them), and `#` or `;`
- * outside quotes starting a comment. A quote left open is read to the end of the line (git refuses such a file: then
- * it runs nothing of it, and what is read of it is only kept unchanged). One pass over the line.
- */
-const configEntry = (line: string): readonly [string, string] | undefined => {
-  const head = /^\s*(?:\[[^\]]*\]\s*)?([a-z0-9-]+)\s*=/i.exec(line)
-  if (head === null) return undefined
-  let value = ""
-  /** Spaces outside quotes after what was read: part of the value only where more of it follows. */
-  let spaces = ""
-  let quoted = false
-  for (let index = head[0].length; index < line.length; index++) {
-    const char = line[index]!
-    if (!quoted && (char === "#" || char === ";")) break
-    if (!quoted && (char === " " || char === "\t" || char === "\r")) {
-      if (value !== "") spaces += char
-      continue
-    }
-    if (char === '"') {
-      quoted = !quoted
-      value += spaces
-    } else if (char === "\\") {
-      const next = line[++index]
-      value += spaces + (next === "n" ? "\n" : next === "t" ? "\t" : next === "b" ? "\b" : (next ?? ""))
-    } else value += spaces + char
-    spaces = ""
-  }
-  return [head[1]!, value]
-}
-
-/**
  * The keys whose value is a command git runs, by section (subsections aside: `filter "lfs"` is `filter`), and
  * whether only a value starting with `!` is one (an alias, a submodule's update): `core.pager`, `diff.external`, a
  * diff driver's `textconv`, a filter's `clean`, `credential.helper`, `gpg.program`... git runs the first word of
@@ -221,12 +189,50 @@ const PROGRAMS: Readonly<Record<string, { readonly keys: ReadonlySet<string> | "
   submodule: { keys: new Set(["update"]), bang: true },
 }
 
-/** The first word of a command (`!` before it dropped; a word in single or double quotes whole), or undefined. */
-const programOf = (command: string): string | undefined => {
-  const text = command.trim().replace(/^!\s*/, "")
-  const quote = text[0] === "'" || text[0] === '"' ? text[0] : undefined
-  const word = quote === undefined ? text.split(/\s/)[0] : text.slice(1, text.indexOf(quote, 1) === -1 ? undefined : text.indexOf(quote, 1))
-  return word === undefined || word === "" ? undefined : word
+/**
+ * The paths a command names, as `sh -c` runs it (git runs a config's commands so, and programs the environment's
+ * `PAGER` or `PROMPT_COMMAND`): every word, quotes and backslashes undone, and each part of one after `=`, `:` or
+ * `@` (`LESS=R /x`, `--require=/x.js`, `-javaagent:/a.jar`, `@/init.lua`), that is an absolute path once `~`,
+ * `$HOME` and `${HOME}` are the home (`$HOME/../srv/x` is `/srv/x`); never `/` or the home itself. More than the
+ * command runs, never less: a word that only looks like a path is kept too.
+ */
+export const commandPaths = (command: string, home: string): ReadonlyArray<string> => {
+  const words: Array<string> = []
+  let word = ""
+  let quote: string | undefined
+  const end = () => {
+    if (word !== "") words.push(word)
+    word = ""
+  }
+  for (let at = 0; at < command.length; at++) {
+    const char = command[at]!
+    if (quote === "'") {
+      if (char === "'") quote = undefined
+      else word += char
+    } else if (quote === '"') {
+      if (char === '"') quote = undefined
+      else word += char === "\\" && at + 1 < command.length ? command[++at] : char
+    } else if (char === "'" || char === '"') quote = char
+    else if (char === "\\" && at + 1 < command.length) word += command[++at]
+    else if (char === "$" && command[at + 1] === "{") {
+      // `${NAME}` whole: its braces are no group's.
+      const close = command.indexOf("}", at)
+      word += close === -1 ? command.slice(at) : command.slice(at, close + 1)
+      at = close === -1 ? command.length : close
+    } else if (/[\s;|&()<>`{}!]/.test(char)) end()
+    else word += char
+  }
+  end()
+  const found: Array<string> = []
+  for (const whole of words) {
+    for (const part of [whole, ...whole.split(/[=:@]/).slice(1)]) {
+      const expanded = part.replace(/^~(?=\/|$)/, home).replaceAll(/\$\{HOME\}|\$HOME(?![A-Za-z0-9_])/g, home)
+      if (!expanded.startsWith("/")) continue
+      const path = resolve(expanded)
+      if (path !== "/" && path !== home && !found.includes(path)) found.push(path)
+    }
+  }
+  return found
 }
 
 /**
@@ -242,8 +248,30 @@ const programOf = (command: string): string | undefined => {
 const gitFiles = (
   home: string,
   configs: ReadonlyArray<string> = [join(home, ".gitconfig"), join(home, ".config/git/config")],
+  entries: ReadonlyArray<Git.ConfigEntry> = [],
 ): ReadonlyArray<string> => {
   const found: Array<string> = []
+  const add = (path: string) => {
+    if (path !== "/" && path !== home && !found.includes(path)) found.push(path)
+  }
+  const take = (entry: Git.ConfigEntry, base: string, depth: number): void => {
+    const { section, key, value } = entry
+    const named =
+      (section === "core" && (key === "excludesfile" || key === "attributesfile" || key === "hookspath")) ||
+      (section === "init" && key === "templatedir") ||
+      ((section === "include" || section === "includeif") && key === "path")
+    if (named) {
+      if (value.trim() === "") return
+      const path = expand(value.trim(), home, base)
+      add(path)
+      if (key === "path" && depth < INCLUDES_MAX) visit(path, depth + 1)
+      return
+    }
+    const runs = PROGRAMS[section]
+    if (runs === undefined || (runs.keys !== "any" && !runs.keys.has(key))) return
+    if (runs.bang === true && !value.trimStart().startsWith("!")) return
+    for (const path of commandPaths(value, home)) add(path)
+  }
   const visit = (file: string, depth: number): void => {
     let text: string
     try {
@@ -251,32 +279,11 @@ const gitFiles = (
     } catch {
       return
     }
-    let section = ""
-    for (const line of text.split("\n")) {
-      const header = /^\s*\[\s*([a-z0-9.-]+)/i.exec(line)
-      if (header !== null) section = header[1]!.toLowerCase().split(".")[0]!
-      const entry = configEntry(line)
-      if (entry === undefined) continue
-      const key = entry[0].toLowerCase()
-      const named =
-        (section === "core" && (key === "excludesfile" || key === "attributesfile" || key === "hookspath")) ||
-        (section === "init" && key === "templatedir") ||
-        ((section === "include" || section === "includeif") && key === "path")
-      const runs = PROGRAMS[section]
-      const program =
-        runs !== undefined &&
-        (runs.keys === "any" || runs.keys.has(key)) &&
-        (runs.bang !== true || entry[1].trimStart().startsWith("!"))
-      if (!named && !program) continue
-      const value = named ? entry[1].trim() : (programOf(entry[1]) ?? "")
-      if (program && !named && !(value.startsWith("/") || value.startsWith("~/"))) continue
-      const path = expand(value, home, dirname(file))
-      if (path === "/" || path === home || found.includes(path)) continue
-      found.push(path)
-      if (key === "path" && named && depth < INCLUDES_MAX) visit(path, depth + 1)
-    }
+    for (const entry of Git.configEntries(text)) take(entry, dirname(file), depth)
   }
   for (const config of configs) visit(config, 0)
+  // Entries given another way (GIT_CONFIG_COUNT's), relative paths against the home.
+  for (const entry of entries) take(entry, home, 0)
   return found
 }
 
@@ -298,8 +305,9 @@ const homePlaces = (home: string): ReadonlyArray<string> => [
 
 /**
  * Variables of the user's environment that name a file their shells, interpreters or tools run or read as they
- * start (`BASH_ENV`: every non-interactive bash sources it; `PYTHONSTARTUP`; `GIT_CONFIG_GLOBAL`, git's config in
- * place of `~/.gitconfig`; an `.npmrc` whose `node-options` runs code; `LD_PRELOAD`, loaded into every program).
+ * start (`BASH_ENV`: every non-interactive bash sources it; `PYTHONSTARTUP`; `GIT_CONFIG_GLOBAL` and
+ * `GIT_CONFIG_SYSTEM`, git's config in place of `~/.gitconfig` and `/etc/gitconfig`; an `.npmrc` whose
+ * `node-options` runs code; R's and irb's profiles).
  */
 const ENV_FILES = [
   "BASH_ENV",
@@ -308,17 +316,25 @@ const ENV_FILES = [
   "INPUTRC",
   "MYVIMRC",
   "GIT_CONFIG_GLOBAL",
+  "GIT_CONFIG_SYSTEM",
   "NPM_CONFIG_USERCONFIG",
   "NPM_CONFIG_GLOBALCONFIG",
   "PIP_CONFIG_FILE",
   "WGETRC",
+  "LESSKEY",
   "LESSKEYIN",
+  "IRBRC",
+  "R_PROFILE",
+  "R_PROFILE_USER",
+  "R_ENVIRON",
+  "R_ENVIRON_USER",
+  "SCREENRC",
 ]
 
 /**
  * Variables that move a toolchain's folder (or a shell's) from where HOME and RUNS expect it: `CARGO_HOME`, whose
  * `config.toml` may name a `rustc-wrapper`; `ZDOTDIR`, where zsh reads `.zshrc`; an npm prefix, whose `bin` and
- * `lib/node_modules` npm's global installs fill.
+ * `lib/node_modules` npm's global installs fill; `GIT_EXEC_PATH`, where git finds its own commands.
  */
 const ENV_FOLDERS = [
   "ZDOTDIR",
@@ -334,10 +350,12 @@ const ENV_FOLDERS = [
   "PNPM_HOME",
   "GEM_HOME",
   "GOBIN",
+  "GOROOT",
   "PIPX_HOME",
   "PIPX_BIN_DIR",
   "POETRY_HOME",
   "PYTHONUSERBASE",
+  "PYTHONHOME",
   "NPM_CONFIG_PREFIX",
   "npm_config_prefix",
   "DOTNET_ROOT",
@@ -345,20 +363,95 @@ const ENV_FOLDERS = [
   "ASDF_DATA_DIR",
   "MISE_DATA_DIR",
   "CURL_HOME",
+  "GIT_EXEC_PATH",
+  "GIT_TEMPLATE_DIR",
 ]
 
 /** Variables holding a list of folders (`:` between them) that interpreters load code from, or a linker libraries. */
-const ENV_LISTS = ["GOPATH", "PYTHONPATH", "NODE_PATH", "PERL5LIB", "PERLLIB", "RUBYLIB", "GEM_PATH", "LD_LIBRARY_PATH", "JULIA_DEPOT_PATH"]
+const ENV_LISTS = [
+  "GOPATH",
+  "PYTHONPATH",
+  "NODE_PATH",
+  "PERL5LIB",
+  "PERLLIB",
+  "RUBYLIB",
+  "GEM_PATH",
+  "LD_LIBRARY_PATH",
+  "JULIA_DEPOT_PATH",
+  "JULIA_LOAD_PATH",
+  "CLASSPATH",
+  "R_LIBS",
+  "R_LIBS_USER",
+]
 
-/** Variables of options an interpreter takes at every start, whose absolute paths name code it loads (`--require /x.js`). */
-const ENV_OPTIONS = ["NODE_OPTIONS", "PERL5OPT", "RUBYOPT", "JAVA_TOOL_OPTIONS", "LD_PRELOAD"]
+/**
+ * Variables whose value is a command a program runs (`PAGER`, `EDITOR`, `GIT_SSH_COMMAND`, `LESSOPEN`, bash's
+ * `PROMPT_COMMAND`, cargo's `RUSTC_WRAPPER`), or the options an interpreter or the loader takes at every start
+ * (`NODE_OPTIONS=--require /x.js`, `JAVA_TOOL_OPTIONS=-javaagent:/a.jar`, `LD_PRELOAD`): the paths in them
+ * (commandPaths) are code run unasked.
+ */
+const ENV_COMMANDS = [
+  "PAGER",
+  "GIT_PAGER",
+  "MANPAGER",
+  "EDITOR",
+  "VISUAL",
+  "GIT_EDITOR",
+  "GIT_SEQUENCE_EDITOR",
+  "SUDO_ASKPASS",
+  "SSH_ASKPASS",
+  "GIT_ASKPASS",
+  "GIT_SSH",
+  "GIT_SSH_COMMAND",
+  "GIT_EXTERNAL_DIFF",
+  "GIT_PROXY_COMMAND",
+  "LESSOPEN",
+  "LESSCLOSE",
+  "BROWSER",
+  "PROMPT_COMMAND",
+  "RUSTC_WRAPPER",
+  "RUSTC_WORKSPACE_WRAPPER",
+  "CARGO_BUILD_RUSTC_WRAPPER",
+  "RUSTC",
+  "CC",
+  "CXX",
+  "LUA_INIT",
+  "PERL5DB",
+  "VIMINIT",
+  "EXINIT",
+  "NODE_OPTIONS",
+  "PERL5OPT",
+  "RUBYOPT",
+  "JAVA_TOOL_OPTIONS",
+  "_JAVA_OPTIONS",
+  "JDK_JAVA_OPTIONS",
+  "GOFLAGS",
+  "LD_PRELOAD",
+  "LD_AUDIT",
+]
+
+/**
+ * Where `path` really is, or, where it does not exist (yet), where it would be: the real path of its nearest
+ * existing folder, with the rest of it after (a `BASH_ENV` not made yet, under a folder reached through a link).
+ */
+const reallyNearest = (path: string): string => {
+  let missing = ""
+  for (let at = path; ; at = dirname(at)) {
+    try {
+      return join(realpathSync(at), missing)
+    } catch {
+      if (at === dirname(at)) return path
+      missing = join(basename(at), missing)
+    }
+  }
+}
 
 /**
  * Where the user's environment (`env`, core's own, which its commands and the user's shell share) moves or adds
- * places their programs come from: ENV_FILES, ENV_FOLDERS, each folder of ENV_LISTS, the absolute paths among
- * ENV_OPTIONS' words (`-javaagent:/opt/agent.jar` as `/opt/agent.jar`), the files and folders HOME and RUNS name
- * under `~/.config` and `~/.local/share` where `XDG_CONFIG_HOME` and `XDG_DATA_HOME` put them instead, and what a
- * git config `GIT_CONFIG_GLOBAL` or `XDG_CONFIG_HOME` names. Absolute paths only (a relative one is relative to
+ * places their programs come from: ENV_FILES, ENV_FOLDERS, each folder of ENV_LISTS, the paths ENV_COMMANDS' values
+ * name, the files and folders HOME and RUNS name under `~/.config` and `~/.local/share` where `XDG_CONFIG_HOME` and
+ * `XDG_DATA_HOME` put them instead, and what the git configs `GIT_CONFIG_GLOBAL`, `GIT_CONFIG_SYSTEM`,
+ * `XDG_CONFIG_HOME` and `GIT_CONFIG_COUNT`'s entries name. Absolute paths only (a relative one is relative to
  * wherever a program runs); never `/` or the home itself.
  */
 export const environmentPlaces = (env: Readonly<Record<string, string | undefined>>, home: string): ReadonlyArray<string> => {
@@ -371,9 +464,7 @@ export const environmentPlaces = (env: Readonly<Record<string, string | undefine
   }
   for (const name of [...ENV_FILES, ...ENV_FOLDERS]) add(env[name])
   for (const name of ENV_LISTS) for (const entry of (env[name] ?? "").split(":")) add(entry)
-  for (const name of ENV_OPTIONS) {
-    for (const word of (env[name] ?? "").split(/[\s:=,]+/)) add(word.replace(/^['"]|['"]$/g, ""))
-  }
+  for (const name of ENV_COMMANDS) for (const path of commandPaths(env[name] ?? "", home)) add(path)
   const moved = (variable: string, under: string) => {
     const to = env[variable]?.trim()
     if (to === undefined || !to.startsWith("/") || resolve(to) === join(home, under)) return
@@ -381,8 +472,19 @@ export const environmentPlaces = (env: Readonly<Record<string, string | undefine
   }
   moved("XDG_CONFIG_HOME", ".config")
   moved("XDG_DATA_HOME", ".local/share")
-  const configs = [env.GIT_CONFIG_GLOBAL, env.XDG_CONFIG_HOME === undefined ? undefined : join(env.XDG_CONFIG_HOME, "git/config")]
-  for (const path of gitFiles(home, configs.filter((config): config is string => config?.startsWith("/") === true))) add(path)
+  const configs = [env.GIT_CONFIG_GLOBAL, env.GIT_CONFIG_SYSTEM, env.XDG_CONFIG_HOME === undefined ? undefined : join(env.XDG_CONFIG_HOME, "git/config")]
+  // `git -c` as the environment gives it: GIT_CONFIG_KEY_0=core.pager, GIT_CONFIG_VALUE_0=/x.
+  const count = Math.min(Number(env.GIT_CONFIG_COUNT ?? 0) || 0, 1_000)
+  const given: Array<Git.ConfigEntry> = []
+  for (let index = 0; index < count; index++) {
+    const name = env[`GIT_CONFIG_KEY_${index}`]?.toLowerCase() ?? ""
+    const first = name.indexOf(".")
+    const last = name.lastIndexOf(".")
+    if (first <= 0 || last === name.length - 1) continue
+    given.push({ section: name.slice(0, first), key: name.slice(last + 1), value: env[`GIT_CONFIG_VALUE_${index}`] ?? "" })
+  }
+  const files = gitFiles(home, configs.filter((config): config is string => config?.startsWith("/") === true), given)
+  for (const path of files) add(path)
   return found
 }
 
@@ -538,7 +640,7 @@ export const placesOf = (home: string, path: string | undefined): Places => {
     at: now,
     holding: new Map(),
     programs: [...new Set([...folders, ...madeOf(home, folders)])],
-    environment: [...new Set([...moved, ...moved.map(really)])],
+    environment: [...new Set([...moved, ...moved.map(reallyNearest)])],
     home: [...new Set([...places, ...places.map(really)])],
     others: process.getuid?.() === 0 ? Homes.others(really(home)).flatMap(othersIn) : [],
   }

@@ -214,7 +214,7 @@ const workOut = (
   const otherHomes = process.getuid?.() === 0 ? Homes.others(home) : []
   const others = otherHomes.flatMap(Home.denied)
   // And the stores the user's environment names elsewhere (a service account's key, a moved DOCKER_CONFIG).
-  const named = Credentials.environmentOf(env, home).filter(exists)
+  const named = Credentials.environmentOf(env, home, process.cwd()).filter(exists)
   const denied = [...Home.denied(home), ...others, ...named].map(Landlock.real)
   const system = Landlock.real(tmpdir())
   const allowRead = expand(settings.allowRead)

@@ -133,7 +133,7 @@ describe("credential stores and the file tools", () => {
 // GOOGLE_APPLICATION_CREDENTIALS names a service account's key wherever the user keeps it; KUBECONFIG and
 // DOCKER_CONFIG move cluster and registry logins: `read` of them, with every rule allowing it, showed the key.
 describe("credential stores the user's environment names", () => {
-  const MARKERS = ["CORE-SA-SECRET", "CORE-DOCKER-SECRET", "CORE-KUBE-SECRET"]
+  const MARKERS = ["CORE-SA-SECRET", "CORE-DOCKER-SECRET", "CORE-KUBE-SECRET", "CORE-GH-SECRET", "CORE-HF-SECRET", "CORE-ZSH-SECRET", "CORE-REL-SECRET"]
   test("are refused to read, grep, list and commands, wherever they are; the rest of their folder is not", async () => {
     const user = developerHome()
     const keys = tempDir("core-env-keys-")
@@ -145,6 +145,15 @@ describe("credential stores the user's environment names", () => {
     writeFileSync(join(keys, "docker", "config.json"), '{"auths":{"r":{"auth":"CORE-DOCKER-SECRET"}}}\n')
     mkdirSync(join(location, ".kube-dev"))
     writeFileSync(join(location, ".kube-dev", "config"), "token: CORE-KUBE-SECRET\n")
+    // XDG_CONFIG_HOME moves gh's hosts.yml with it, HF_HOME the Hugging Face token, ZDOTDIR zsh's login files.
+    mkdirSync(join(keys, "xdg", "gh"), { recursive: true })
+    writeFileSync(join(keys, "xdg", "gh", "hosts.yml"), "oauth_token: CORE-GH-SECRET\n")
+    mkdirSync(join(keys, "hf"))
+    writeFileSync(join(keys, "hf", "token"), "CORE-HF-SECRET\n")
+    mkdirSync(join(keys, "zsh"))
+    writeFileSync(join(keys, "zsh", ".zshrc"), "export TOKEN=CORE-ZSH-SECRET\n")
+    // A relative value is where the program reading it runs: core and its commands, here the Location.
+    writeFileSync(join(location, "relative-key.json"), "CORE-REL-SECRET\n")
     const env = {
       ...user.env,
       CORE_HOME: tempDir("core-home-"),
@@ -152,10 +161,22 @@ describe("credential stores the user's environment names", () => {
       GOOGLE_APPLICATION_CREDENTIALS: join(keys, "sa.json"),
       DOCKER_CONFIG: join(keys, "docker"),
       KUBECONFIG: `${join(location, ".kube-dev", "config")}:${join(keys, "missing")}`,
+      XDG_CONFIG_HOME: join(keys, "xdg"),
+      HF_HOME: join(keys, "hf"),
+      ZDOTDIR: join(keys, "zsh"),
+      AWS_SHARED_CREDENTIALS_FILE: "relative-key.json",
     }
     const exec = async (tool: string, input: object) =>
       (await run(["exec", tool, "--input", JSON.stringify(input), "--location", location, "--yes"], { env, cwd: location })).stdout
-    for (const filePath of [join(keys, "sa.json"), join(keys, "docker", "config.json"), ".kube-dev/config"]) {
+    for (const filePath of [
+      join(keys, "sa.json"),
+      join(keys, "docker", "config.json"),
+      ".kube-dev/config",
+      join(keys, "xdg", "gh", "hosts.yml"),
+      join(keys, "hf", "token"),
+      join(keys, "zsh", ".zshrc"),
+      "relative-key.json",
+    ]) {
       const read = await exec("read", { filePath })
       expect([filePath, MARKERS.some((marker) => read.includes(marker)), read.includes("a credential store the user's environment names")]).toEqual([
         filePath,

@@ -124,13 +124,22 @@ describe("Toolchains.environmentPlaces: what the user's environment names", () =
         CARGO_HOME: `${tools}/cargo`,
         ZDOTDIR: `${tools}/zsh`,
         PYTHONPATH: `${tools}/pylib:relative/src::/`,
-        NODE_OPTIONS: `--require ${tools}/hook.js --max-old-space-size=4096`,
+        NODE_OPTIONS: `--require "${tools}/my dir/hook.js" --max-old-space-size=4096`,
         JAVA_TOOL_OPTIONS: `-javaagent:${tools}/agent.jar`,
         LD_PRELOAD: `${tools}/libhook.so`,
         XDG_CONFIG_HOME: `${home}/dotconfig`,
         GIT_CONFIG_GLOBAL: `${tools}/gitconfig`,
         GOPATH: home,
-        EDITOR: `${tools}/not-named`,
+        EDITOR: `${tools}/editor.sh -w`,
+        PAGER: `LESS=R ${tools}/pager.sh`,
+        LD_AUDIT: `${tools}/audit.so`,
+        GIT_CONFIG_COUNT: "2",
+        GIT_CONFIG_KEY_0: "core.sshCommand",
+        GIT_CONFIG_VALUE_0: `ssh -F ${tools}/ssh_config`,
+        GIT_CONFIG_KEY_1: "alias.st",
+        GIT_CONFIG_VALUE_1: `${tools}/not-a-program`,
+        GIT_CONFIG_SYSTEM: `${tools}/system.cfg`,
+        NODE_REPL_HISTORY: `${tools}/not-named`,
       },
       home,
     )
@@ -140,8 +149,13 @@ describe("Toolchains.environmentPlaces: what the user's environment names", () =
       `${tools}/cargo`,
       `${tools}/zsh`,
       `${tools}/pylib`,
-      `${tools}/hook.js`,
+      `${tools}/my dir/hook.js`,
       `${tools}/agent.jar`,
+      `${tools}/editor.sh`,
+      `${tools}/pager.sh`,
+      `${tools}/audit.so`,
+      `${tools}/ssh_config`,
+      `${tools}/system.cfg`,
       `${tools}/libhook.so`,
       `${home}/dotconfig/git`,
       `${home}/dotconfig/nvim`,
@@ -152,7 +166,9 @@ describe("Toolchains.environmentPlaces: what the user's environment names", () =
       expect([path, places.includes(path)]).toEqual([path, true])
     }
     // Relative entries, `/`, the home itself and variables that name nothing run at start are none.
-    for (const path of ["/", home, `${tools}/not-named`, "relative/src"]) expect([path, places.includes(path)]).toEqual([path, false])
+    for (const path of ["/", home, `${tools}/not-named`, `${tools}/not-a-program`, "relative/src"]) {
+      expect([path, places.includes(path)]).toEqual([path, false])
+    }
     expect(Toolchains.environmentPlaces({}, home)).toEqual([])
   })
 })

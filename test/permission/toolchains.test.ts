@@ -214,22 +214,26 @@ describe("the user's programs and toolchains", () => {
     const home = box.user.home
     const tools = tempDir("core-git-tools-")
     const script = "#!/bin/sh\nexec less \"$@\"\n"
-    for (const name of ["pager.sh", "clean", "credential.sh"]) writeFileSync(join(tools, name), script, { mode: 0o755 })
+    for (const name of ["pager.sh", "clean", "credential.sh", "conv.py"]) writeFileSync(join(tools, name), script, { mode: 0o755 })
     const config = readFileSync(join(home, ".gitconfig"), "utf8")
+    // Git reads a value continued on the next line (a backslash at the end of one) and runs a command's every path.
     writeFileSync(
       join(home, ".gitconfig"),
-      `${config}[core]\n\tpager = "${tools}/pager.sh" -R\n[filter "strip"]\n\tclean = ${tools}/clean %f\n[credential]\n\thelper = !${tools}/credential.sh\n[diff]\n\texternal = ~/scripts/diff.sh # mine\n`,
+      `${config}[core]\n\tpager = "${tools}/pager.sh" -R\n[filter "strip"]\n\tclean = ${tools}/clean %f\n[credential]\n\thelper = !${tools}/credential.sh\n[diff]\n\texternal = ~/scripts/diff.sh # mine\n[diff "py"]\n\ttextconv = python3 ${tools}/co\\\nnv.py\n`,
     )
     await refused(box, "write", { filePath: join(tools, "pager.sh"), content: "#!/bin/sh\ntouch /tmp/pwned\n" }, join(tools, "pager.sh"))
     await refused(box, "edit", { filePath: join(tools, "clean"), oldString: "exec less", newString: "touch /tmp/pwned;" }, join(tools, "clean"))
     await refused(box, "write", { filePath: join(tools, "credential.sh"), content: "x\n" }, join(tools, "credential.sh"))
     await refused(box, "write", { filePath: join(home, "scripts/diff.sh"), content: "x\n" }, join(home, "scripts/diff.sh"))
+    await refused(box, "write", { filePath: join(tools, "conv.py"), content: "x\n" }, join(tools, "conv.py"))
     const line = await call(box, "bash", { command: `echo 'touch /tmp/pwned' >> ${tools}/pager.sh` })
     expect([line.status, line.error?.message.includes(PERSON)]).toEqual(["error", true])
     // A program the line does not show writing it: the sandbox keeps the file read-only in the folder approved.
-    const hidden = await call(box, "bash", { command: `python3 -c "open('${tools}/clean', 'a').write('touch /tmp/pwned')" ; true` })
+    const hidden = await call(box, "bash", {
+      command: `python3 -c "open('${tools}/clean', 'a').write('touch /tmp/pwned')" ; python3 -c "open('${tools}/conv.py', 'a').write('x')" ; true`,
+    })
     expect(hidden.status).toBe("success")
-    for (const name of ["pager.sh", "clean", "credential.sh"]) expect([name, readFileSync(join(tools, name), "utf8")]).toEqual([name, script])
+    for (const name of ["pager.sh", "clean", "credential.sh", "conv.py"]) expect([name, readFileSync(join(tools, name), "utf8")]).toEqual([name, script])
     expect(existsSync(join(home, "scripts/diff.sh"))).toBe(false)
     // The rest of that folder is the rules' to allow.
     expect((await call(box, "write", { filePath: join(tools, "notes.txt"), content: "x\n" })).status).toBe("success")
