@@ -696,14 +696,41 @@ const projectOwn = (places: Places, home: string, location: string, folder: stri
  * a project's own PATH folders (and what they are made of) inside it. As given and where each really is; some may
  * not exist.
  */
-export const unchangeable = (home: string, path: string | undefined, location: string): ReadonlyArray<string> => {
+export const unchangeable = (
+  home: string,
+  path: string | undefined,
+  location: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): ReadonlyArray<string> => {
   const places = placesOf(home, path)
   return [
     ...places.home,
-    ...[...places.programs, ...places.environment].filter((folder) => !projectOwn(places, home, location, folder)),
+    ...[...places.programs, ...environmentOf(places, home, env)].filter((folder) => !projectOwn(places, home, location, folder)),
     ...places.others,
     ...SYSTEM_PLACES,
   ]
+}
+
+/** What `env` names (environmentPlaces): core's own as placesOf found it, or a command's, looked up now. */
+const environmentOf = (places: Places, home: string, env: Readonly<Record<string, string | undefined>>): ReadonlyArray<string> => {
+  if (env === process.env) return places.environment
+  const named = environmentPlaces(env, home)
+  return [...new Set([...places.environment, ...named, ...named.map(reallyNearest)])]
+}
+
+/**
+ * Of `unchangeable`, what no PATH names: the home's places, git's files and what the environment names (a
+ * `BASH_ENV` kept in the temp directory), which stay unchanged inside the temp directory too, where a PATH entry
+ * (npm's `X/node_modules/.bin` for every folder X above where it runs) is not kept.
+ */
+export const namedBeyondPath = (
+  home: string,
+  path: string | undefined,
+  location: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): ReadonlyArray<string> => {
+  const places = placesOf(home, path)
+  return [...places.home, ...environmentOf(places, home, env).filter((folder) => !projectOwn(places, home, location, folder)), ...places.others]
 }
 
 /**

@@ -122,6 +122,11 @@ interface Fixed {
    * outside the Location): never written, wherever a write grant holds it.
    */
   readonly readOnly: ReadonlyArray<string>
+  /**
+   * Of those, what lies in the temp directory and no PATH names (a `BASH_ENV` or a git program kept there): read,
+   * never written; where there is any, the command gets a temp directory of its own, as where a secret lies there.
+   */
+  readonly readOnlyInTemp: ReadonlyArray<string>
   /** core.json's allowWrite, carved. */
   readonly write: ReadonlyArray<string>
   /** The folders a person granted for writing: the directories approved for the call and core.json's allowWrite. */
@@ -232,8 +237,14 @@ const workOut = (
   // A grant in core.json reaches the credential stores inside it only when it names one of them or a path in it.
   const granted = (paths: ReadonlyArray<string>) =>
     paths.flatMap((path) => Landlock.granted([path], [...refused, ...denied.filter((store) => store !== path && within(path, store))]))
+  // What the user's lists, git's config and the environment name in the temp directory (a BASH_ENV kept there):
+  // read, never written; the temp directory is then not granted whole either (see `prepare`).
+  const readOnlyInTemp = Toolchains.namedBeyondPath(home, env.PATH, Landlock.real(policy.location), env)
+    .filter(exists)
+    .map(Landlock.real)
+    .filter((path) => path !== system && within(system, path) && !secret.some((dir) => within(dir, path)))
   // Where a command may write (the system temp directory only when it is granted whole, see `prepare`).
-  const temp = secret.some((dir) => within(system, dir)) ? [] : [system]
+  const temp = secret.some((dir) => within(system, dir)) || readOnlyInTemp.length > 0 ? [] : [system]
   const untrusted = [policy.location, ...policy.approved, ...(policy.others ?? []), ...temp].map(Landlock.real).concat(allowWrite)
   // A home inside a system directory (/var/lib/<service>, /opt/<user>) is carved out of it: of the home, only what
   // developer tools read is granted, as anywhere else. A home that is a system directory itself cannot be.
@@ -254,7 +265,7 @@ const workOut = (
   ]
   const readOnly = [
     ...new Set(
-      Toolchains.unchangeable(home, env.PATH, Landlock.real(policy.location)).flatMap((place) => {
+      Toolchains.unchangeable(home, env.PATH, Landlock.real(policy.location), env).flatMap((place) => {
         if (exists(place)) return [Landlock.real(place)]
         const parent = dirname(place)
         // The system's places that a system lacks (/lib32) are not made by a command anyway.
@@ -270,7 +281,7 @@ const workOut = (
     core,
     secret,
     system,
-    read: [...systemRead, ...homeward, ...granted(allowRead)],
+    read: [...systemRead, ...homeward, ...granted(allowRead), ...readOnlyInTemp],
     // Carved of what it reaches only through a link (a folder outside the Location a command replaced with a link
     // to ~/.local/bin or ~/.ssh): the stores and the places of the user's programs it does not name itself.
     write: writeGrants.flatMap(({ given, real }) =>
@@ -283,6 +294,7 @@ const workOut = (
     devices: Landlock.granted(["/dev"], secret),
     cache: cacheDirectory(core[1]!, policy.location),
     readOnly,
+    readOnlyInTemp,
     coverable,
   }
 }
@@ -396,7 +408,7 @@ export const prepare = (
   const cache = made.cache ?? ProcessDirs.make(system, "core-cache-")
   const owned = made.cache === undefined ? [cache] : []
   let temporary: string | undefined
-  if (secret.some((dir) => within(system, dir))) temporary = ProcessDirs.make(system, "core-call-")
+  if (secret.some((dir) => within(system, dir)) || made.readOnlyInTemp.length > 0) temporary = ProcessDirs.make(system, "core-call-")
   // The cache lies in core's data directory, carved out of every grant: it is granted by itself.
   // Where the user's programs come from stays read-only where a write grant holds it (a Location holding the home),
   // though never carved out of the Location or temp where it holds them (a Location under ~/go); a directory approved

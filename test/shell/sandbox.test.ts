@@ -255,6 +255,33 @@ describe("the shell sandbox", () => {
     }
   })
 
+  // The temp directory is granted whole where it holds no secret; a BASH_ENV kept there (which every bash sources)
+  // was changed by a command that did not show it, though the write tool refused it. Now it is read-only, and, as a
+  // secret there does, it keeps the temp directory from being granted whole: the command gets one of its own.
+  test.skipIf(!LANDLOCK)(`in a temp directory granted whole, what the environment names stays unchanged${needs}`, async () => {
+    const outside = mkdtempSync("/var/tmp/core-temp-whole-")
+    process.env.CORE_HOME = join(outside, "core-home")
+    process.env.CORE_DATA_DIR = join(outside, "core-data")
+    mkdirSync(process.env.CORE_HOME)
+    mkdirSync(process.env.CORE_DATA_DIR)
+    const user = join(outside, "user")
+    mkdirSync(user)
+    const kept = tempDir("core-env-kept-")
+    writeFileSync(join(kept, "bashenv"), "# mine\n")
+    try {
+      const env = { PATH: process.env.PATH, HOME: user, BASH_ENV: join(kept, "bashenv") }
+      const command = `/usr/bin/python3 -c "open('${kept}/bashenv', 'a').write('touch /tmp/pwned')" ; echo mine > "$TMPDIR/mine.txt" && cat "$TMPDIR/mine.txt"`
+      const result = await run(command, tempDir("core-loc-"), [], shell, env)
+      expect(readFileSync(join(kept, "bashenv"), "utf8")).toBe("# mine\n")
+      // Bash still sources it (read, not written), and the command gets a temp directory of its own to write in.
+      expect(result.stderr.text).toContain("Permission denied")
+      expect(result.stderr.text).not.toContain("bashenv: Permission denied\n/")
+      expect([result.exitCode, result.stdout.text]).toEqual([0, "mine\n"])
+    } finally {
+      rmSync(outside, { recursive: true, force: true })
+    }
+  })
+
   // core.json granted `out` (in the Location) for writing; a command made `out` a link to ~/.local/bin, and the next
   // command's grant followed it there.
   test.skipIf(!LANDLOCK)(`a shell.allowWrite grant in the Location that a link leads elsewhere grants nothing${needs}`, async () => {
