@@ -281,7 +281,7 @@ const workOut = (
     core,
     secret,
     system,
-    read: [...systemRead, ...homeward, ...granted(allowRead), ...readOnlyInTemp],
+    read: [...systemRead, ...homeward, ...granted(allowRead), ...Landlock.granted(readOnlyInTemp, secret)],
     // Carved of what it reaches only through a link (a folder outside the Location a command replaced with a link
     // to ~/.local/bin or ~/.ssh): the stores and the places of the user's programs it does not name itself.
     write: writeGrants.flatMap(({ given, real }) =>
