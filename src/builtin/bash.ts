@@ -418,6 +418,9 @@ interface Needs {
   readonly unparsed: string | undefined
 }
 
+/** The longest command bash can be given (one argument: Linux's MAX_ARG_STRLEN less its terminating NUL). */
+const MAX_COMMAND_BYTES = 128 * 1024 - 1
+
 const needsOf = Effect.fnUntraced(function* (
   directory: string,
   input: Input,
@@ -428,6 +431,16 @@ const needsOf = Effect.fnUntraced(function* (
   editDenied?: (real: string) => boolean,
 ) {
   const command = input.command
+  // bash is given the line as one argument, which Linux holds to 128 KiB (MAX_ARG_STRLEN, its NUL included): a
+  // longer one cannot run, and is refused before it is read (reading a line costs time in step with its length).
+  const bytes = Buffer.byteLength(command)
+  if (bytes > MAX_COMMAND_BYTES) {
+    return yield* new Tool.Failure({
+      message:
+        `The command is ${bytes} bytes: bash is given it as one argument, which the system holds to ${MAX_COMMAND_BYTES} ` +
+        "bytes, so it cannot run. Write it to a script file and run that file instead.",
+    })
+  }
   const workdir = yield* Boundary.resolve({ location: directory, path: input.workdir ?? "." }).pipe(
     Effect.catchTag("Boundary.PathError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))),
   )
@@ -449,8 +462,16 @@ const needsOf = Effect.fnUntraced(function* (
   const unsure = new Set<string>()
   let unknownChange = false
   const moves = parsed.commands.some((command) => CommandChecks.directoryChange(command.words) !== undefined)
+  // Whether a command only reads, once per command: its text is each of its paths' owner (a command of 40,000
+  // words read whole for each of them took minutes).
+  const readOnly = new Map<string, boolean>()
+  const readsOnly = (owner: string): boolean => {
+    let known = readOnly.get(owner)
+    if (known === undefined) readOnly.set(owner, (known = Protected.readsOnly(owner)))
+    return known
+  }
   for (const path of CommandChecks.paths(parsed)) {
-    const changes = path.writes || !Protected.readsOnly(path.owner)
+    const changes = path.writes || !readsOnly(path.owner)
     if (path.unknown !== undefined) {
       if (path.writes) edits.add(path.word.text)
       unknownChange ||= changes
@@ -485,7 +506,7 @@ const needsOf = Effect.fnUntraced(function* (
   // Any other word that may name a file a command changes (CommandChecks.mentioned: an argument of a program not in
   // the file table, an option's value such as `of=x`), naming a protected place: `git checkout core.json`.
   for (const word of CommandChecks.mentioned(parsed)) {
-    if (!word.writes && Protected.readsOnly(word.owner)) continue
+    if (!word.writes && readsOnly(word.owner)) continue
     if (word.unknown !== undefined) {
       unknownChange ||= word.writes
       continue

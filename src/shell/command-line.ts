@@ -112,6 +112,8 @@ interface Collector {
   numeric: ReadonlySet<string>
   /** The text being read (the line, or the code a command runs). */
   line: string
+  /** Whether `line` mentions STARTUP, once worked out for it (see `mentionsStartup`). */
+  startup?: { readonly line: string; readonly found: boolean }
 }
 
 const isRedirect = (type: string) => type === "file_redirect" || type === "herestring_redirect" || type === "heredoc_redirect"
@@ -240,7 +242,7 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
   // A shell in a line that mentions where it reads its start-up files from (HOME, a login shell's profile;
   // ZDOTDIR, zsh's) may run more than its code: it is not transparent. One given an environment keeps its own
   // check (its code's commands are still their own).
-  const neutral = !STARTUP.test(collector.line)
+  const neutral = !mentionsStartup(collector)
   const transparent = neutral && assignments.length === 0 && redirects.length === 0 && Runs.transparent(words)
   collector.commands.push({ kind: "command", assignments, words, redirects, resource, within, text: node.text, transparent })
   Evaluation.evaluatingCommand(words, within ?? resource, collector)
@@ -259,6 +261,18 @@ const templates = (assignments: ReadonlyArray<string>, resource: string, collect
 
 /** Variables that say where a shell reads start-up code from. */
 const STARTUP = /(^|[^A-Za-z0-9_])(HOME|ZDOTDIR)([^A-Za-z0-9_]|$)/
+
+/**
+ * Whether the text being read mentions STARTUP: worked out once per text, not once per command in it (a line of
+ * 200,000 commands searched whole for each took the sidecar minutes).
+ */
+const mentionsStartup = (collector: Collector): boolean => {
+  const known = collector.startup
+  if (known !== undefined && known.line === collector.line) return known.found
+  const found = STARTUP.test(collector.line)
+  collector.startup = { line: collector.line, found }
+  return found
+}
 
 const other = (kind: Simple["kind"], text: string, within: string | undefined, words: ReadonlyArray<Word> = []): Simple => ({
   kind,

@@ -587,7 +587,10 @@ describe("bash: the system refusing to start the command", () => {
   test("a command line too long for the system is a model-visible failure saying what to do", async () => {
     const outcome = await harness().settle("bash", { command: `echo ${"x".repeat(200_000)}` })
     expect(outcome.settlement.error?.kind).toBe("failure")
-    expect(outcome.settlement.error?.message).toContain("too long for the system to run (E2BIG)")
+    expect(outcome.settlement.error?.message).toBe(
+      "The command is 200005 bytes: bash is given it as one argument, which the system holds to 131071 bytes, so it " +
+        "cannot run. Write it to a script file and run that file instead.",
+    )
   })
 
   test("a NUL byte in the command is a model-visible failure", async () => {
