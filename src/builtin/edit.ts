@@ -85,6 +85,11 @@ const rawOffset = (view: View, offset: number): number => {
   return offset + low
 }
 
+/** The refusal of an edit that would make the file larger than the file tools change at once. */
+const tooLarge = (shown: string, bytes: number, bound: string): string =>
+  `The edit would make ${shown} ${bound}${bytes} bytes, over the ${Text.MAX_CHANGE_BYTES} bytes (16 MiB) the file ` +
+  "tools change at once; nothing was changed. Replace fewer places, or a shorter text, per edit."
+
 /**
  * Splices the replacements into the file's own text: untouched lines keep their line endings byte for byte, and
  * the line breaks of each replacement take the endings of the lines around it (see Text.endingsLike).
@@ -426,6 +431,11 @@ const attempt = (
     }
     if (outcome._tag === "Ambiguous") return yield* new Tool.Failure({ message: ambiguous(shown, outcome) })
     if (outcome._tag === "Unindentable") return yield* new Tool.Failure({ message: unindentable(shown, view.text, outcome) })
+    // What the edit would make is held to the size the file tools change, as the file was: a short oldString
+    // replaced everywhere by a long newString made a 2 MB file 600 MB (and core serve ran out of memory). Counted
+    // before the text is made (a UTF-16 unit is a byte at least), and once made, in bytes.
+    const grown = outcome.spans.reduce((sum, span) => sum + span.replacement.length - (span.end - span.start), decoded.text.length)
+    if (grown > Text.MAX_CHANGE_BYTES) return yield* new Tool.Failure({ message: tooLarge(shown, grown, "at least ") })
     const text = rewrite(decoded.text, view, outcome.spans, decoded.eol)
     if (text === decoded.text) {
       return yield* new Tool.Failure({
@@ -433,6 +443,7 @@ const attempt = (
       })
     }
     const bytes = Text.encode(text, decoded.bom)
+    if (bytes.length > Text.MAX_CHANGE_BYTES) return yield* new Tool.Failure({ message: tooLarge(shown, bytes.length, "") })
     const spans = outcome.spans
     const matcher = outcome.matcher
     // Made in full or not at all, and answered: a cancel meanwhile neither stops it nor hides that it was made.

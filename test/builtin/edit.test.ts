@@ -427,4 +427,25 @@ describe("a file too large to change whole", () => {
     writeFileSync(big, `${"x".repeat(1023)}\n`.repeat(16 * 1024 - 1) + "a\n")
     expect((await h.settle("edit", { filePath: "big.txt", oldString: "a\n", newString: "b\n" })).settlement.status).toBe("success")
   }, 60_000)
+
+  // A short oldString replaced everywhere by a long newString made a 2 MB file 600 MB, and core serve ran out of
+  // memory making it: what an edit would make is held to the same 16 MiB, before it is made, and nothing is written.
+  test("an edit that would make the file larger than 16 MiB is refused, and the file is left as it was", async () => {
+    const original = "a".repeat(2_000_000)
+    const h = harness({ files: { "grow.txt": original }, readBeforeWrite: false })
+    const { settlement } = await h.settle("edit", { filePath: "grow.txt", oldString: "a", newString: "b".repeat(300), replaceAll: true })
+    expect(settlement.status).toBe("error")
+    expect(textOf(settlement)).toBe(
+      "The edit would make grow.txt at least 600000000 bytes, over the 16777216 bytes (16 MiB) the file tools change at " +
+        "once; nothing was changed. Replace fewer places, or a shorter text, per edit.",
+    )
+    expect(readFileSync(join(h.directory, "grow.txt"), "utf8")).toBe(original)
+    // Multi-byte text under the bound in characters, over it in bytes: refused once encoded.
+    const { settlement: wide } = await h.settle("edit", { filePath: "grow.txt", oldString: "a", newString: "éé€€", replaceAll: true })
+    expect(textOf(wide)).toBe(
+      "The edit would make grow.txt 20000000 bytes, over the 16777216 bytes (16 MiB) the file tools change at once; " +
+        "nothing was changed. Replace fewer places, or a shorter text, per edit.",
+    )
+    expect(readFileSync(join(h.directory, "grow.txt"), "utf8")).toBe(original)
+  }, 60_000)
 })
