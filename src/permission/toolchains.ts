@@ -704,9 +704,8 @@ export const unchangeable = (
 ): ReadonlyArray<string> => {
   const places = placesOf(home, path)
   return [
-    ...places.home,
-    ...[...places.programs, ...environmentOf(places, home, env)].filter((folder) => !projectOwn(places, home, location, folder)),
-    ...places.others,
+    ...namedBeyondPath(home, path, location, env),
+    ...places.programs.filter((folder) => !projectOwn(places, home, location, folder)),
     ...SYSTEM_PLACES,
   ]
 }
