@@ -227,7 +227,7 @@ const ENVIRONMENT_FILES: Readonly<Record<string, ReadonlyArray<string>>> = {
  * The credential stores the user's environment `env` names (ENVIRONMENT, each file `KUBECONFIG` lists, and the
  * stores under `~/.config` and `~/.local/share` where `XDG_CONFIG_HOME` and `XDG_DATA_HOME` move them), as absolute
  * paths: a relative value is taken against `cwd` (where core, and the programs reading the variable, started);
- * never `/` or `home` itself. Pure: the caller looks where each really is.
+ * never `/`, `home` itself or a folder holding `cwd`. Pure: the caller looks where each really is.
  */
 export const environmentOf = (env: Readonly<Record<string, string | undefined>>, home: string, cwd: string): ReadonlyArray<string> => {
   const found: Array<string> = []
@@ -235,7 +235,8 @@ export const environmentOf = (env: Readonly<Record<string, string | undefined>>,
     const trimmed = value.trim()
     if (trimmed === "") return
     const path = resolve(cwd, trimmed)
-    if (path !== sep && path !== home && !found.includes(path)) found.push(path)
+    // Never one holding where core runs (`DOCKER_CONFIG=.`): the Location would be a secret whole.
+    if (path !== sep && path !== home && !within(path, cwd) && !found.includes(path)) found.push(path)
   }
   for (const name of ENVIRONMENT) {
     const value = env[name]

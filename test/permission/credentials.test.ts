@@ -6,6 +6,7 @@
 import { describe, expect, test } from "bun:test"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Credentials } from "../../src/permission/credentials"
 import { run } from "../support/binary"
 import { developerHome } from "../support/home"
 import { tempDir } from "../support/temp"
@@ -196,4 +197,29 @@ describe("credential stores the user's environment names", () => {
     expect(walks[2]).toContain("notes.txt")
     expect(await exec("read", { filePath: join(keys, "notes.txt") })).toContain("ordinary notes")
   }, 120_000)
+})
+
+describe("Credentials.environmentOf", () => {
+  test("files and folders the environment names, relative ones where core runs, never one holding it", () => {
+    const stores = Credentials.environmentOf(
+      {
+        GOOGLE_APPLICATION_CREDENTIALS: "keys/sa.json",
+        DOCKER_CONFIG: ".",
+        GNUPGHOME: "/",
+        PASSWORD_STORE_DIR: "/home/dev",
+        HF_HOME: "/srv/hf/",
+        XDG_CONFIG_HOME: "/srv/xdg",
+        KUBECONFIG: "/srv/a:/srv/b",
+        AWS_CONFIG_FILE: "",
+      },
+      "/home/dev",
+      "/home/dev/project",
+    )
+    expect(stores).toContain("/home/dev/project/keys/sa.json")
+    expect(stores).toContain("/srv/hf/token")
+    expect(stores).toContain("/srv/xdg/gh")
+    expect(stores).toContain("/srv/a")
+    expect(stores).toContain("/srv/b")
+    for (const none of ["/home/dev/project", "/", "/home/dev", "/home/dev/project/"]) expect([none, stores.includes(none)]).toEqual([none, false])
+  })
 })
