@@ -15,7 +15,9 @@ const run = (command: string, request: Partial<Shell.Request> = {}, producer: Sh
 
 describe("Shell.run", () => {
   test("reports the exit code and each stream, and both interleaved in arrival order", async () => {
-    const result = await run("echo out; sleep 0.05; echo err >&2; sleep 0.05; echo again; exit 3")
+    // Apart in time, so that each stream's pipe is read before the next line is written (two pipes keep no order
+    // between them): 50 ms was once too little on a loaded machine.
+    const result = await run("echo out; sleep 0.25; echo err >&2; sleep 0.25; echo again; exit 3")
     expect(result.exitCode).toBe(3)
     expect(result.signal).toBeNull()
     expect(result.timedOut).toBeUndefined()
