@@ -239,10 +239,11 @@ const workOut = (
     paths.flatMap((path) => Landlock.granted([path], [...refused, ...denied.filter((store) => store !== path && within(path, store))]))
   // What the user's lists, git's config and the environment name in the temp directory (a BASH_ENV kept there):
   // read, never written; the temp directory is then not granted whole either (see `prepare`).
+  // (Not the home's own: read through `homeward` already, and a home there holds secrets, which keep it so anyway.)
   const readOnlyInTemp = Toolchains.namedBeyondPath(home, env.PATH, Landlock.real(policy.location), env)
-    .filter(exists)
+    .filter((path) => within(system, path) && !within(home, path) && exists(path))
     .map(Landlock.real)
-    .filter((path) => path !== system && within(system, path) && !secret.some((dir) => within(dir, path)))
+    .filter((path) => path !== system && within(system, path) && !within(home, path) && !secret.some((dir) => within(dir, path)))
   // Where a command may write (the system temp directory only when it is granted whole, see `prepare`).
   const temp = secret.some((dir) => within(system, dir)) || readOnlyInTemp.length > 0 ? [] : [system]
   const untrusted = [policy.location, ...policy.approved, ...(policy.others ?? []), ...temp].map(Landlock.real).concat(allowWrite)
