@@ -302,6 +302,9 @@ const recordsIn = (directory: string): { readonly running: ReadonlyArray<Read>; 
   const dead: Array<Stale> = []
   for (const name of names) {
     const path = join(directory, name)
+    // This process's own running commands are known here (`searches`): their records are not read back, which cost
+    // each command of a burst a read of every other's.
+    if (ownRunning.has(path)) continue
     let record: Record_
     try {
       record = JSON.parse(readFileSync(path, "utf8")) as Record_
@@ -314,7 +317,8 @@ const recordsIn = (directory: string): { readonly running: ReadonlyArray<Read>; 
       dead.push({ record: path, pid: record.pid, found: roots, changed: roots, unchecked: { ...unsearched, by: unsearched.by ?? "bound" } })
       continue
     }
-    if (record.pid === process.pid) continue
+    // (A record of a dead core that had this pid, with another start time, is a dead core's.)
+    if (record.pid === process.pid && record.start === startOfThisProcess()) continue
     // A core killed but not yet reaped (a zombie, state Z or X) keeps its start time, but not its lock: it is dead.
     const owner = ProcessGroup.stat(record.pid)
     if (owner !== undefined && owner.start === record.start && owner.state !== "Z" && owner.state !== "X") {
@@ -463,7 +467,7 @@ const writeRecord = (
   unchecked?: Record_["unchecked"],
   path: string = join(directory, `${process.pid}-${crypto.randomUUID()}.json`),
 ): string | undefined => {
-  const start = (ownStart ??= ProcessGroup.stat(process.pid)?.start)
+  const start = startOfThisProcess()
   if (start === undefined) return undefined
   const record: Record_ = {
     pid: process.pid,
@@ -483,6 +487,9 @@ const writeRecord = (
     }
     recordFolders.add(directory)
     renameSync(`${path}.tmp`, path)
+    // A record marked unchecked is read back like any other: a person removing it is what clears it.
+    if (unchecked === undefined) ownRunning.add(path)
+    else ownRunning.delete(path)
     return path
   } catch {
     rmSync(`${path}.tmp`, { force: true })
@@ -492,6 +499,9 @@ const writeRecord = (
 
 /** This process's start time (ProcessGroup.stat), read once: it never changes. */
 let ownStart: number | undefined
+const startOfThisProcess = (): number | undefined => (ownStart ??= ProcessGroup.stat(process.pid)?.start)
+/** The records this process wrote for its commands still running (not marked unchecked). */
+const ownRunning = new Set<string>()
 /** The records' folders this process made or found (writeRecord). */
 const recordFolders = new Set<string>()
 
@@ -966,7 +976,10 @@ export const begin = (
     if (unsearched !== undefined) {
       uncheckedIn = records === undefined ? undefined : writeRecord(records, found, search, { roots: searched, ...unsearched }, recorded)
       if (uncheckedIn === undefined) for (const root of searched) uncheckedHere.set(root, unsearched)
-    } else if (recorded !== undefined) rmSync(recorded, { force: true })
+    } else if (recorded !== undefined) {
+      rmSync(recorded, { force: true })
+      ownRunning.delete(recorded)
+    }
     removed = {
       paths: undone,
       keptIn: undone.length === 0 ? undefined : keptIn,

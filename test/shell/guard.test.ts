@@ -501,6 +501,10 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(records()).toEqual(["999999-dead.json"])
     expect(Guard.stale(guards, location).map((found) => found.changed)).toEqual([[join(root, ".git")]])
     expect(Guard.stale(guards, tempDir("core-elsewhere-"))).toEqual([])
+    // A dead core that had this process's pid (started at another time: pids are reused, in a container soon) is
+    // a dead core too, not this one.
+    dead(process.pid, null)
+    expect(Guard.stale(guards, location).map((found) => found.pid).sort()).toEqual([process.pid, 999_999].sort())
   })
 
   test("a folder above the Location renamed away and replaced is put back, the Location with it", async () => {
