@@ -337,30 +337,51 @@ const RULE_NET_PORT = 2
 const PORTS = 65_536
 
 /**
- * Restricts the calling thread (and every process it spawns afterwards) from connecting over TCP to any of
- * `ports`, on any host: Landlock only grants, so this is a layer of its own granting every other port, one rule
- * each. Building it takes a fraction of a second, so a supervisor does it while it waits for its order; it stacks
- * under the filesystem layer `restrict` adds then. Answers undefined, or why it could not (ABI below 4).
+ * A ruleset that grants connecting over TCP to every port but `ports`, on any host (Landlock only grants: one rule
+ * per other port): its descriptor (close-on-exec), or why it cannot be made (ABI below 4). Building it takes a
+ * tenth of a second or more, so core builds it once for its ports and hands it to each supervisor (`restrictWith`),
+ * rather than each building its own. Whoever holds it can add rules to it: it never reaches a command.
  */
-export const denyConnect = (ports: ReadonlyArray<number>, version = abi()): string | undefined => {
+export const connectRuleset = (ports: ReadonlyArray<number>, version = abi()): number | string => {
   if (version < 4) return "this kernel's Landlock has no network rules (ABI 4)"
   const attr = new DataView(new ArrayBuffer(16))
   attr.setBigUint64(0, 0n, true)
   attr.setBigUint64(8, CONNECT_TCP, true)
   const ruleset = Native.syscall(SYS_CREATE_RULESET, Native.address(new Uint8Array(attr.buffer)), 16, 0)
   if (ruleset < 0) return `landlock_create_ruleset failed (errno ${-ruleset})`
-  try {
-    const denied = new Set(ports)
-    const bytes = new Uint8Array(16)
-    const rule = new DataView(bytes.buffer)
-    const address = Native.address(bytes)
-    rule.setBigUint64(0, CONNECT_TCP, true)
-    for (let port = 0; port < PORTS; port++) {
-      if (denied.has(port)) continue
-      rule.setUint32(8, port, true)
-      const added = Native.syscall(SYS_ADD_RULE, ruleset, RULE_NET_PORT, address)
-      if (added < 0) return `landlock_add_rule failed for port ${port} (errno ${-added})`
+  const denied = new Set(ports)
+  const bytes = new Uint8Array(16)
+  const rule = new DataView(bytes.buffer)
+  const address = Native.address(bytes)
+  rule.setBigUint64(0, CONNECT_TCP, true)
+  for (let port = 0; port < PORTS; port++) {
+    if (denied.has(port)) continue
+    rule.setUint32(8, port, true)
+    const added = Native.syscall(SYS_ADD_RULE, ruleset, RULE_NET_PORT, address)
+    if (added < 0) {
+      Native.close(ruleset)
+      return `landlock_add_rule failed for port ${port} (errno ${-added})`
     }
+  }
+  return ruleset
+}
+
+/**
+ * Restricts the calling thread (and every process it spawns afterwards) to the ruleset `ruleset` (one of
+ * `connectRuleset`): a layer of its own, which stacks under the filesystem layer `restrict` adds. Answers undefined,
+ * or why it could not.
+ */
+export const restrictWith = (ruleset: number): string | undefined => restrictSelf(ruleset)
+
+/**
+ * Restricts the calling thread (and every process it spawns afterwards) from connecting over TCP to any of
+ * `ports`, building the ruleset here (`connectRuleset`; a supervisor given core's uses `restrictWith`). Answers
+ * undefined, or why it could not (ABI below 4).
+ */
+export const denyConnect = (ports: ReadonlyArray<number>, version = abi()): string | undefined => {
+  const ruleset = connectRuleset(ports, version)
+  if (typeof ruleset === "string") return ruleset
+  try {
     return restrictSelf(ruleset)
   } finally {
     Native.close(ruleset)

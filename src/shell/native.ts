@@ -185,6 +185,9 @@ export const close = (fd: number): void => {
   libc()?.close(fd)
 }
 
+/** Marks descriptor `fd` close-on-exec (one a parent handed over has it cleared); answers 0 or minus the errno. */
+export const closeOnExec = (fd: number): number => (numbers === undefined ? -38 : syscall(numbers.fcntl, fd, F_SETFD, FD_CLOEXEC))
+
 /**
  * Points this process's stdout and stderr (`targets`) at /dev/null, letting go of whatever they were (pipes it
  * shares). With no targets it only opens and closes /dev/null: a warm-up, which has this code compiled.

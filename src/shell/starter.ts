@@ -30,6 +30,13 @@ export const COLD = "cold"
 export const PID = "pid"
 /** An argument after the supervisor's pid, `deny=PORT,PORT`: core's own TCP ports, which the command may not connect to. */
 export const DENY = "deny="
+/**
+ * An argument after the supervisor's pid, with `deny=`: descriptor RULES_FD is core's ruleset for those ports
+ * (Landlock.connectRuleset), built once by core rather than by every supervisor and starter (a tenth of a second or
+ * more each, which a call waited for whenever no spare was ready).
+ */
+export const RULES = "rules"
+export const RULES_FD = 3
 
 export interface Flags {
   readonly isolate: boolean
@@ -37,6 +44,7 @@ export interface Flags {
   readonly cold: boolean
   readonly pid: boolean
   readonly deny: ReadonlyArray<number>
+  readonly rules?: boolean
 }
 
 export const flags = (args: ReadonlyArray<string>): Flags => ({
@@ -45,7 +53,26 @@ export const flags = (args: ReadonlyArray<string>): Flags => ({
   cold: args.includes(COLD),
   pid: args.includes(PID),
   deny: ports(args),
+  rules: args.includes(RULES),
 })
+
+/** Core's ports, and whether its ruleset for them was handed over. */
+type PortFlags = { readonly deny: ReadonlyArray<number>; readonly rules?: boolean | undefined }
+
+/**
+ * Keeps this process (and what it spawns) off core's ports `flags.deny`: with core's ruleset where it was handed
+ * over (then marked close-on-exec, so that no command it spawns inherits it), else with one built here.
+ */
+export const denyPorts = (flags: PortFlags): void => {
+  if (flags.deny.length === 0) return
+  if (flags.rules === true && Landlock.restrictWith(RULES_FD) === undefined) return
+  Landlock.denyConnect(flags.deny)
+}
+
+/** Marks core's ruleset, when it was handed over, close-on-exec: no program this process runs may add to it. */
+export const keepRules = (flags: PortFlags): void => {
+  if (flags.deny.length > 0 && flags.rules === true) Native.closeOnExec(RULES_FD)
+}
 
 /** The TCP ports a `deny=PORT,PORT` argument names, if any. */
 export const ports = (args: ReadonlyArray<string>): ReadonlyArray<number> =>
@@ -59,7 +86,7 @@ export const argv = (flags: Flags): ReadonlyArray<string> => [
   ...(flags.sandbox ? [SANDBOX] : []),
   ...(flags.cold ? [COLD] : []),
   ...(flags.pid ? [PID] : []),
-  ...(flags.deny.length > 0 ? [`${DENY}${flags.deny.join(",")}`] : []),
+  ...(flags.deny.length > 0 ? [`${DENY}${flags.deny.join(",")}`, ...(flags.rules === true ? [RULES] : [])] : []),
 ]
 
 /** What the supervisor tells its starter: the grants to expect, then the order. */
@@ -255,7 +282,8 @@ const become = async (order: Supervisor.Order | undefined, way: Namespace.Way, r
  * the PID namespace's own /proc; with `deny`, the layer keeping the command off core's ports (while it waits, unless
  * `cold`).
  */
-export const main = async (supervisor: number, { isolate, sandbox, cold, pid, deny }: Flags): Promise<never> => {
+export const main = async (supervisor: number, { isolate, sandbox, cold, pid, deny, rules }: Flags): Promise<never> => {
+  keepRules({ deny, rules })
   // Dies with its supervisor, the command it becomes too (the signal outlives the exec): nothing of a call is left
   // running once its supervisor is gone.
   Native.prctl(Native.PR_SET_PDEATHSIG, SIGKILL)
@@ -296,7 +324,9 @@ export const main = async (supervisor: number, { isolate, sandbox, cold, pid, de
     if (ordered === undefined) process.exit(0)
   })
   // The longest to build; it leaves the filesystem alone, so the mounts can still be made after it.
-  if (deny.length > 0) Landlock.denyConnect(deny)
+  denyPorts({ deny, rules })
+  // Core's ruleset is of no more use here, and never the command's (every descriptor goes at the exec anyway).
+  if (deny.length > 0 && rules === true) Native.close(RULES_FD)
   if (!cold) {
     warmUp(ready, sandbox, way)
     expectRules(ready)

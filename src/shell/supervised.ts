@@ -9,8 +9,9 @@ export * as Supervised from "./supervised"
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import { join } from "node:path"
-import { ProcessGroup } from "./process-group"
+import { Landlock } from "./landlock"
 import { Native } from "./native"
+import { ProcessGroup } from "./process-group"
 import { Supervisor } from "./supervisor"
 
 /** The variable every supervised command carries, naming its run. */
@@ -65,7 +66,7 @@ const admit = (signal: AbortSignal | undefined): Promise<() => void> =>
 const compiled = (): boolean => import.meta.path.startsWith("/$bunfs/")
 
 /** How core starts a supervisor: itself, as a launcher; from source, bun on the supervisor's file. */
-const launcher = (isolate: boolean, deny: ReadonlyArray<number>, pid = false, sandboxed = false, cold = false): ReadonlyArray<string> => [
+const launcher = (isolate: boolean, deny: ReadonlyArray<number>, pid = false, sandboxed = false, cold = false, rules = false): ReadonlyArray<string> => [
   ...(compiled()
     ? [process.execPath, Supervisor.LAUNCH, String(process.pid)]
     : [process.execPath, join(import.meta.dir, "launch.ts"), Supervisor.LAUNCH, String(process.pid)]),
@@ -73,7 +74,7 @@ const launcher = (isolate: boolean, deny: ReadonlyArray<number>, pid = false, sa
   ...(pid ? [Supervisor.PID] : []),
   ...(sandboxed ? [Supervisor.SANDBOX] : []),
   ...(cold ? [Supervisor.COLD] : []),
-  ...(deny.length > 0 ? [`${Supervisor.DENY}${deny.join(",")}`] : []),
+  ...(deny.length > 0 ? [`${Supervisor.DENY}${deny.join(",")}`, ...(rules ? [Supervisor.RULES] : [])] : []),
 ]
 
 /**
@@ -85,6 +86,25 @@ const ownPorts = new Set<number>()
 /** Records a TCP port this core listens on, so that no sandboxed command started from now on can connect to it. */
 export const listening = (port: number): void => {
   ownPorts.add(port)
+}
+
+/** The Landlock ruleset keeping commands off `ports` (Landlock.connectRuleset), kept for the ports it was built for. */
+let connectRules: { readonly ports: string; readonly fd: number } | undefined
+
+/**
+ * The descriptor of the ruleset keeping commands off `deny` (core's ports), built once for them and handed to every
+ * supervisor (its descriptor 3, Supervisor.RULES); undefined when there are none, or where it cannot be built (the
+ * supervisor then builds its own, which cannot either). Close-on-exec here: no other program core runs gets it.
+ */
+const rulesFor = (deny: ReadonlyArray<number>): number | undefined => {
+  if (deny.length === 0) return undefined
+  const ports = deny.join(",")
+  if (connectRules?.ports === ports) return connectRules.fd
+  const built = Landlock.connectRuleset(deny)
+  if (typeof built === "string") return undefined
+  if (connectRules !== undefined) Native.close(connectRules.fd)
+  connectRules = { ports, fd: built }
+  return built
 }
 
 /**
@@ -319,14 +339,14 @@ const spawnSupervisor = (
   argv: ReadonlyArray<string>,
   inNamespace: boolean,
   ipc: (message: Supervisor.Report) => void,
+  rules?: number,
 ): Process_ => {
   const make = () => Bun.spawn([...argv], {
     // Not the workspace: from source, bun would read a bunfig.toml or .env found there.
     cwd: "/",
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
+    // Core's ruleset for its ports as the supervisor's descriptor 3 (Supervisor.RULES), where there is one.
+    stdio: ["ignore", "pipe", "pipe", ...(rules === undefined ? [] : [rules])],
     // Its own session: a terminal's Ctrl-C reaches core, which decides.
     detached: true,
     // JSON: an order (the whole environment) and its reports go both ways sooner than as a structured clone, which
@@ -455,7 +475,8 @@ export const pool = (
       sandboxed,
     }
     const deny = ports ? [...ownPorts] : []
-    const argv = [...(isolate ? isolation() : []), ...launcher(isolate, deny, pid, sandboxed, cold)]
+    const rules = rulesFor(deny)
+    const argv = [...(isolate ? isolation() : []), ...launcher(isolate, deny, pid, sandboxed, cold, rules !== undefined)]
     const child = spawnSupervisor(argv, pid, (message) => {
       if (message.kind === "ready") {
         // A spare's first message takes several tenths of a millisecond more to reach it than the next (the code
@@ -471,7 +492,7 @@ export const pool = (
       }
       if (entry.listener !== undefined) entry.listener(message)
       else entry.reports.push(message)
-    })
+    }, rules)
     ;(entry as { process: Process_ }).process = child
     if (sandboxed && !cold && expected !== undefined) {
       try {

@@ -31,6 +31,8 @@ export const ISOLATE = Starter.ISOLATE
 export const PID = Starter.PID
 /** An argument after core's pid, `deny=PORT,PORT`: core's own TCP ports, which the command may not connect to. */
 export const DENY = Starter.DENY
+/** An argument after core's pid, with `deny=`: descriptor 3 is core's ruleset for those ports (Starter.RULES). */
+export const RULES = Starter.RULES
 /**
  * An argument after core's pid, with `isolate`: the supervisor will take a sandboxed order, and has its starter make
  * ahead, while it waits for it, the mounts every sandbox has (the command's own terminals and /dev/shm, the system's
@@ -51,6 +53,7 @@ export interface Flags {
   readonly pid: boolean
   readonly sandbox?: boolean
   readonly cold?: boolean
+  readonly rules?: boolean
 }
 
 export const flags = (args: ReadonlyArray<string>): Flags => ({
@@ -59,6 +62,7 @@ export const flags = (args: ReadonlyArray<string>): Flags => ({
   sandbox: args.includes(SANDBOX),
   cold: args.includes(COLD),
   deny: Starter.ports(args),
+  rules: args.includes(RULES),
 })
 
 /** After SIGTERM, how long the processes get before SIGKILL (DESIGN §9). */
@@ -379,7 +383,7 @@ const settle = (report: Ending | Promise<Ending>): Promise<never> =>
  * a subreaper, unable to gain privileges, unreadable by its command, and keeping the command from core's ports.
  * Answers whether it is the first process of its own PID namespace, and how it reads core's pid.
  */
-const harden = (parent: number, pid: boolean, way: Namespace.Way, deny: ReadonlyArray<number>) => {
+const harden = (parent: number, pid: boolean, way: Namespace.Way, deny: ReadonlyArray<number>, rules: boolean) => {
   // Dies with core: a parent-death signal, then a check that core did not die before it was set.
   Native.prctl(Native.PR_SET_PDEATHSIG, SIGHUP)
   // The first process of its own PID namespace sees no parent (getppid answers 0): its parent is read from the
@@ -406,7 +410,7 @@ const harden = (parent: number, pid: boolean, way: Namespace.Way, deny: Readonly
   Native.prctl(Native.PR_CAPBSET_DROP, Native.CAP_SYS_PTRACE)
   // Core's own ports, before the order comes: this layer takes the longest to build, and does not depend on it.
   // (It leaves the filesystem alone, so mounting stays possible until the order's sandbox is applied.)
-  if (deny.length > 0) Landlock.denyConnect(deny)
+  Starter.denyPorts({ deny, rules })
   return { inNamespace, parentOf }
 }
 
@@ -470,9 +474,8 @@ const startStarter = (flags: Starter.Flags, stdin: "inherit" | "ignore"): Starti
     {
       cwd: "/",
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
-      stdin,
-      stdout: "inherit",
-      stderr: "inherit",
+      // Core's ruleset for its ports goes on as the starter's descriptor 3, where this process was handed one.
+      stdio: [stdin, "inherit", "inherit", ...(flags.rules === true && flags.deny.length > 0 ? [Starter.RULES_FD] : [])],
       detached: true,
       serialization: "json",
       ipc: (report: Starter.Report) => {
@@ -506,8 +509,10 @@ const dismiss = async (starter: Starting) => {
  */
 export const main = async (
   parent: number,
-  { isolate, deny, pid, sandbox = false, cold = false }: Flags = { isolate: false, deny: [], pid: false },
+  { isolate, deny, pid, sandbox = false, cold = false, rules = false }: Flags = { isolate: false, deny: [], pid: false },
 ): Promise<never> => {
+  // Core's ruleset for its ports, where it handed one over: passed on to the starters, never to a command.
+  Starter.keepRules({ deny, rules })
   const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
   // Sealed before a sandboxed spare's starter starts, so that the starter, and the command it becomes, are in reach.
   if (sandbox) seal(pid && process.pid === 1, parent)
@@ -516,13 +521,13 @@ export const main = async (
    * so that its start overlaps this one's: it readies itself (its /proc, core's ports kept from its command).
    */
   let starter: Starting | undefined = sandbox
-    ? startStarter({ isolate, sandbox: !cold, cold, pid: pid && process.pid === 1, deny }, "ignore")
+    ? startStarter({ isolate, sandbox: !cold, cold, pid: pid && process.pid === 1, deny, rules }, "ignore")
     : undefined
   let expected: Expect | undefined
   // Core's ports are kept from the commands this process spawns itself: not a sandboxed spare's, as its starter
   // does that for its own (unless an order without a sandbox comes, below).
   let denied = !sandbox
-  const { inNamespace, parentOf } = harden(parent, pid, way, denied ? deny : [])
+  const { inNamespace, parentOf } = harden(parent, pid, way, denied ? deny : [], rules)
 
   let child: Bun.Subprocess | undefined
   let ending: Promise<never> | undefined
@@ -570,7 +575,7 @@ export const main = async (
   /** Runs an order without a sandbox: spawned by this process, after its read-only mounts (none: see `run`). */
   const runHere = (order: Order | undefined) => {
     if (order === undefined) return
-    if (!denied && deny.length > 0) Landlock.denyConnect(deny)
+    if (!denied) Starter.denyPorts({ deny, rules })
     denied = true
     const applied = Starter.apply(order, way, Starter.readied())
     if ("failed" in applied) return refuse({ kind: "failed", message: applied.failed })
@@ -590,7 +595,7 @@ export const main = async (
     const fresh = () => {
       seal(inNamespace, parent)
       return startStarter(
-        { isolate, sandbox: false, cold: true, pid: false, deny: denied ? [] : deny },
+        { isolate, sandbox: false, cold: true, pid: false, deny: denied ? [] : deny, rules },
         order.stdinPipe === true ? "inherit" : "ignore",
       )
     }

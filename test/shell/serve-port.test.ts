@@ -1,7 +1,10 @@
 // Under `core serve` (the compiled binary), a command cannot connect to core's own port: bash's /dev/tcp, curl
 // and bun's fetch from a bash call are refused by the kernel, while another local port still answers. The script
 // is a file, so the line itself names nothing outside the Location. Needs Landlock's network rules (ABI 4).
+// core builds the rules once and hands them to each supervisor as a descriptor: whoever held it could add a rule
+// granting core's port to every command started after, so no command has it, nor reaches its supervisor's.
 
+import { readdirSync, readFileSync, readlinkSync } from "node:fs"
 import { afterAll, describe, expect, test } from "bun:test"
 import { Landlock } from "../../src/shell/landlock"
 import { sandbox, serve } from "../server/support"
@@ -11,6 +14,39 @@ const needs = NET ? "" : " (SKIPPED: this kernel's Landlock has no network rules
 
 const other = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("other") })
 afterAll(() => other.stop(true))
+
+/** The processes whose parent is `parent`, from /proc. */
+const childrenOf = (parent: number): ReadonlyArray<number> =>
+  readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/status`, "utf8").match(/^PPid:\s+(\d+)$/m)?.[1] === String(parent)
+      } catch {
+        return false
+      }
+    })
+
+const commandOf = (pid: number): string => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8")
+  } catch {
+    return ""
+  }
+}
+
+/** What each open descriptor of `pid` is, by its number. */
+const descriptorsOf = (pid: number): Record<number, string> =>
+  Object.fromEntries(
+    readdirSync(`/proc/${pid}/fd`).flatMap((fd) => {
+      try {
+        return [[Number(fd), readlinkSync(`/proc/${pid}/fd/${fd}`)] as const]
+      } catch {
+        return []
+      }
+    }),
+  )
 
 const SCRIPT = `for port in "$@"; do
   (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && echo "tcp $port connected" || echo "tcp $port refused"
@@ -37,5 +73,38 @@ describe("core serve and its own port", () => {
     expect(lines).toEqual([...expected(port, "refused"), ...expected(other.port!, "connected")])
     served.child.kill("SIGTERM")
     await served.exited()
-  })
+  }, 30_000)
+
+  test.skipIf(!NET)(`no command holds the rules' descriptor or reaches its supervisor's, cold or from a spare${needs}`, async () => {
+    const box = sandbox({ "fds.sh": `for fd in /proc/$$/fd/*; do readlink "$fd"; done
+for fd in /proc/1/fd/*; do
+  readlink "$fd" >/dev/null 2>&1 && echo "supervisor's $fd read"
+  (exec 9<"$fd") 2>/dev/null && echo "supervisor's $fd opened"
+done
+echo "supervisor's looked at"
+(exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && echo "tcp connected" || echo "tcp refused"
+` })
+    const served = await serve(box)
+    const port = Number(new URL(served.url).port)
+    const turn = await served.turn()
+    // The first two start supervisors for the call at hand; from the third on, the spare readied after the one before.
+    for (let call = 0; call < 4; call++) {
+      const settled = await served.settle(turn.turnID, { name: "bash", input: { command: `bash fds.sh ${port}` } })
+      expect(settled.body.status).toBe("success")
+      const stdout: string = settled.body.structured.stdout
+      expect(stdout).not.toContain("landlock")
+      // The supervisor is the first process of the command's PID namespace: its descriptors are named, never reached.
+      expect(stdout).toContain("supervisor's looked at")
+      expect(stdout).not.toContain("supervisor's /proc")
+      expect(stdout).toContain("tcp refused")
+      // Leaves the spare time to be ready: the next call takes it rather than starting its own.
+      await Bun.sleep(1_000)
+    }
+    // The spare waiting now was handed the rules core built (its descriptor 3) rather than building its own.
+    const supervisors = childrenOf(served.child.pid).filter((pid) => commandOf(pid).includes("__supervise"))
+    expect(supervisors.length).toBeGreaterThan(0)
+    for (const supervisor of supervisors) expect(descriptorsOf(supervisor)[3]).toBe("anon_inode:[landlock-ruleset]")
+    served.child.kill("SIGTERM")
+    await served.exited()
+  }, 30_000)
 })
