@@ -6,7 +6,7 @@ import { cpus, loadavg } from "node:os"
 import { join } from "node:path"
 import { render, renderTargets, type Report } from "./measure"
 
-const BENCHMARKS = ["settle.ts", "cold-start.ts", "registry.ts", "bounding.ts", "permission.ts", "shell.ts", "sandbox-spawn.ts", "search.ts", "search-confined.ts", "read.ts", "boundary.ts", "serve.ts", "serve-sse.ts", "serve-locations.ts", "mcp.ts", "mcp-inprocess.ts", "mcp-client.ts", "store.ts", "checkpoints.ts", "store-pg.ts", "outputs-s3.ts", "provider.ts", "client.ts", "plugins.ts", "closure.ts", "webfetch.ts", "image.ts", "trace.ts", "guard.ts"] as const
+const BENCHMARKS = ["settle.ts", "cold-start.ts", "registry.ts", "bounding.ts", "permission.ts", "shell.ts", "sandbox-spawn.ts", "search.ts", "search-confined.ts", "read.ts", "boundary.ts", "serve.ts", "serve-sse.ts", "serve-locations.ts", "serve-bash.ts", "mcp.ts", "mcp-inprocess.ts", "mcp-client.ts", "store.ts", "checkpoints.ts", "store-pg.ts", "outputs-s3.ts", "provider.ts", "client.ts", "plugins.ts", "closure.ts", "webfetch.ts", "image.ts", "trace.ts", "guard.ts"] as const
 
 const runOne = async (file: string): Promise<Report | string> => {
   const child = Bun.spawn([process.execPath, join(import.meta.dir, file), "--json"], {
