@@ -439,7 +439,7 @@ export const journalPath = (path: string) => `${path}.journal`
  * (which reads it as it opens: a few records cost it far less than a compaction cost the one that closed).
  */
 export const CLOSE_COMPACT_BYTES = 16 * 1024
-/** How long the journal is left unwritten before what it holds is compacted into SQLite. */
+/** How long the journal is left unwritten before what it holds is compacted into SQLite (Options.compactIdleMs). */
 const COMPACT_IDLE_MS = 250
 /** How long after a failed compaction the journal's size does not call for another. */
 const COMPACT_RETRY_MS = 1_000
@@ -514,6 +514,11 @@ export interface Options {
   readonly leaseMs?: number
   /** The journal's size at which it is compacted (Journal.COMPACT_BYTES); 0 compacts after every record. */
   readonly compactBytes?: number
+  /**
+   * How long the journal is left unwritten before this process compacts what it holds (COMPACT_IDLE_MS);
+   * `Infinity`: only by size and on close.
+   */
+  readonly compactIdleMs?: number
 }
 
 /**
@@ -530,6 +535,7 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
       })
       const compactBytes = options.compactBytes ?? Journal.COMPACT_BYTES
       const closeBytes = Math.min(compactBytes, CLOSE_COMPACT_BYTES)
+      const idleMs = options.compactIdleMs ?? COMPACT_IDLE_MS
       const { statements, attempt } = yield* acquire(path, prepare)
       const journal = yield* Effect.acquireRelease(
         Effect.try({
@@ -601,7 +607,7 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
         idle = undefined
         if (appended !== looked) {
           looked = appended
-          idle = setTimeout(compactIdle, COMPACT_IDLE_MS)
+          idle = setTimeout(compactIdle, idleMs)
           idle.unref?.()
           return
         }
@@ -632,9 +638,9 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
           } catch {
             failedAt = now
           }
-        } else if (idle === undefined) {
+        } else if (idle === undefined && idleMs !== Number.POSITIVE_INFINITY) {
           looked = appended
-          idle = setTimeout(compactIdle, COMPACT_IDLE_MS)
+          idle = setTimeout(compactIdle, idleMs)
           idle.unref?.()
         }
       }

@@ -214,6 +214,28 @@ describe("SQLite store journal", () => {
     db.close()
   }, 60_000)
 
+  test("a journal left unwritten is compacted into SQLite after compactIdleMs (250 ms by default); never, given Infinity", async () => {
+    const seen = async (compactIdleMs: number | undefined) => {
+      const path = join(tempDir(), "core.db")
+      const inSqlite = await use(
+        path,
+        Effect.gen(function* () {
+          const store = yield* Store.Service
+          yield* store.begin(keyOf("a"), "echo", "build")
+          const before = stateInSqlite(path, "a")
+          yield* Effect.sleep("800 millis")
+          return [before, stateInSqlite(path, "a")]
+        }),
+        compactIdleMs === undefined ? {} : { compactIdleMs },
+      )
+      // Closed with a short journal, which is left for the next process.
+      return [...inSqlite, stateInSqlite(path, "a")]
+    }
+    expect(await seen(undefined)).toEqual([null, "started", "started"])
+    expect(await seen(2_000)).toEqual([null, null, null])
+    expect(await seen(Infinity)).toEqual([null, null, null])
+  })
+
   test("a record that is not JSON fails every operation, naming the journal; nothing is begun", async () => {
     const path = join(tempDir(), "core.db")
     await use(path, Effect.flatMap(Store.Service, (store) => store.begin(keyOf("first"), "echo", "build")))
@@ -299,6 +321,16 @@ const peer = (path: string) => {
       const code = await process_.exited
       expect({ code, stderr: code === 0 ? "" : await new Response(process_.stderr).text() }).toEqual({ code: 0, stderr: "" })
     },
+  }
+}
+
+/** The state SQLite at `path` holds for call `callID` (the journal compacted into it), or null. */
+const stateInSqlite = (path: string, callID: string): string | null => {
+  const db = new Database(path, { readonly: true })
+  try {
+    return db.query<{ state: string }, [string]>("SELECT state FROM settlements WHERE call_id = ?").get(callID)?.state ?? null
+  } finally {
+    db.close()
   }
 }
 
@@ -391,9 +423,13 @@ describe("SQLite store journal between processes that keep it open", () => {
     let recorder: number | undefined
     try {
       expect(await observer.run("lookup done")).toBe(null)
-      // The observer's record (its compaction, 250 ms after, may run at any step of the other's) and a header.
+      // The observer's record and a header, compacted by it once left alone (250 ms) before the other process starts:
+      // run later, its compaction could take the other's records into SQLite, leaving that one nothing to compact.
       expect(await observer.run("begin before")).toBe(true)
       expect(await observer.run("settle before")).toBe(true)
+      const compactedBefore = Date.now() + 10_000
+      while (stateInSqlite(path, "before") !== "settled" && Date.now() < compactedBefore) await Bun.sleep(20)
+      expect(stateInSqlite(path, "before")).toBe("settled")
       const sqliteStep = step !== "journal emptied, no header yet"
       const script = `
         import { Database } from "bun:sqlite"
@@ -425,13 +461,13 @@ describe("SQLite store journal between processes that keep it open", () => {
           yield* store.settle(key("done"), { tool: "echo", callID: "done", status: "success", content: [], structured: null, outputs: [] }, { state: "owned" })
           yield* store.begin(key("running"), "echo", "build")
           console.log(process.pid)
-          // Compacts once told to, after the observer has read these records.
+          // Compacts once told to, after the observer has read these records (never before: no idle compaction).
           yield* Effect.promise(() => console[Symbol.asyncIterator]().next())
           armed = ${JSON.stringify(sqliteStep)}
           yield* store.list({ location: "/p", limit: 10 })
           console.log("compacted")
           yield* Effect.never
-        }).pipe(Effect.provide(SqliteStore.layer(${JSON.stringify(path)}, { compactBytes: ${Number.MAX_SAFE_INTEGER} }))))
+        }).pipe(Effect.provide(SqliteStore.layer(${JSON.stringify(path)}, { compactBytes: ${Number.MAX_SAFE_INTEGER}, compactIdleMs: Infinity }))))
       `
       // The last step is reached by holding the compaction's truncation of the journal (strace delays its return,
       // for the journal alone: SQLite's own truncations go on), and killing the process while it is held: the
