@@ -5,6 +5,7 @@ export * as Repositories from "./repositories"
 // where the user's own git later runs their hooks and config outside any sandbox. The guard (./guard) holds what
 // git runs of each as it holds the Location's repository's.
 
+import { statfsSync } from "node:fs"
 import { Git } from "../permission/git"
 import { Listing } from "./listing"
 
@@ -44,6 +45,21 @@ const SKIPPED = new Set(["node_modules"])
  */
 const OBJECTS = /^(?:[0-9a-f]{2}|pack|info)$/
 
+/**
+ * The kernel's filesystems (statfs types) in which nobody makes a file: proc, sysfs, cgroup and cgroup2. A root on
+ * one holds no repository, and is not walked (`/proc/1` granted would stop every search at `/proc/1/map_files`).
+ */
+const KERNEL_FILESYSTEMS = new Set([0x9fa0, 0x62656572, 0x27e0eb, 0x63677270])
+
+/** Whether `root` is on one of KERNEL_FILESYSTEMS (not where it cannot be looked at: it is walked, as any other). */
+const onKernelFilesystem = (root: string): boolean => {
+  try {
+    return KERNEL_FILESYSTEMS.has(Number(statfsSync(root).type))
+  } catch {
+    return false
+  }
+}
+
 /** The folders of a `.git` where git keeps other git directories. */
 const GIT_DIRECTORIES = ["modules", "worktrees"]
 
@@ -70,7 +86,8 @@ const MAX_KEPT_FOLDERS = 400_000
 /**
  * The repositories under `roots` (real paths; symbolic links not followed; `node_modules` not walked, nor a `.git`
  * but for its `modules/` and `worktrees/`, nor the object folders git fills in a bare repository), the roots
- * themselves included, and the git directories of submodules and worktrees in a `.git` or a bare repository.
+ * themselves included, and the git directories of submodules and worktrees in a `.git` or a bare repository. A root
+ * on a kernel filesystem (/proc, /sys) is not walked.
  */
 export const under = (roots: ReadonlyArray<string>, limits: Bounds = bounded): Found => {
   const key = JSON.stringify([roots, limits.folders, limits.entries])
@@ -84,7 +101,7 @@ export const under = (roots: ReadonlyArray<string>, limits: Bounds = bounded): F
   const stores = new Set<string>()
   let entries = 0
   let unsure = false
-  const queue = [...roots]
+  const queue = roots.filter((root) => !onKernelFilesystem(root))
   for (let index = 0; index < queue.length; index++) {
     const directory = queue[index]!
     if (seen.has(directory)) continue

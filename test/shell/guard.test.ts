@@ -1553,6 +1553,12 @@ describe("core's configuration in the Location, against what a command runs", ()
       for (let index = 0; index < 50; index++) writeFileSync(join(files, `f${index}`), "")
       expect(Repositories.under([files], { folders: 2, entries: 1_000 })).toEqual({ repositories: [], partial: false })
       expect(Repositories.under([files], { folders: 2, entries: 49 })).toEqual({ repositories: [], partial: true, stoppedAt: files, stoppedBy: "bound" })
+      // The kernel's filesystems hold no repository (nobody makes a file there): a grant of /proc/1 or /sys is not
+      // walked, or every search would stop at its bound or at a folder like /proc/1/map_files.
+      for (const kernel of ["/proc", "/proc/1", "/sys", "/sys/kernel"]) {
+        expect(Repositories.under([kernel], { folders: 2, entries: 10 })).toEqual({ repositories: [], partial: false })
+      }
+      expect(Repositories.under(["/proc", files], { folders: 2, entries: 1_000 })).toEqual({ repositories: [], partial: false })
       // A folder it cannot list (moved past the longest path the kernel takes; as another user, made unreadable)
       // may hide a repository: the walk stops there.
       const deep = tempDir("core-deep-")
