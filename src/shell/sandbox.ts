@@ -264,15 +264,22 @@ const workOut = (
     "/var/tmp",
     ...[home, ...otherHomes].flatMap((one) => [one, ...[".config", ".local", ".local/share", ".cache"].map((folder) => join(one, folder))]),
   ]
+  // Hundreds of places, most of them missing and in a few folders (the home): each folder looked up once.
+  const byFolder = new Map<string, ReadonlyArray<string>>()
   const readOnly = [
     ...new Set(
       Toolchains.unchangeable(home, env.PATH, Landlock.real(policy.location), env).flatMap((place) => {
         if (exists(place)) return [Landlock.real(place)]
-        const parent = dirname(place)
         // The system's places that a system lacks (/lib32) are not made by a command anyway.
-        if (Toolchains.SYSTEM_PLACES.includes(place) || !exists(parent)) return []
-        const real = Landlock.real(parent)
-        return shared.includes(real) ? [] : [real]
+        if (Toolchains.SYSTEM_PLACES.includes(place)) return []
+        const parent = dirname(place)
+        let kept = byFolder.get(parent)
+        if (kept === undefined) {
+          const real = exists(parent) ? Landlock.real(parent) : undefined
+          kept = real === undefined || shared.includes(real) ? [] : [real]
+          byFolder.set(parent, kept)
+        }
+        return kept
       }),
     ),
   ]
@@ -414,8 +421,9 @@ export const prepare = (
   // Where the user's programs come from stays read-only where a write grant holds it (a Location holding the home),
   // though never carved out of the Location or temp where it holds them (a Location under ~/go); a directory approved
   // for the call inside one (`~/.cargo/bin`, a PATH folder) is not granted: a change there is a person's to make.
+  const location = Landlock.real(policy.location)
   const write = [
-    ...Landlock.granted([Landlock.real(policy.location)], [...secret, ...made.readOnly.filter((path) => !within(path, Landlock.real(policy.location)))]),
+    ...Landlock.granted([location], [...secret, ...made.readOnly.filter((path) => !within(path, location))]),
     // The temp directory is every command's: what lies in it (a clone's node_modules/.bin on PATH) is not kept there.
     ...Landlock.granted([Landlock.real(temporary ?? system)], secret),
     ...Landlock.granted(policy.approved, [...secret, ...made.readOnly]),
@@ -426,7 +434,7 @@ export const prepare = (
   const home = env.HOME || homedir()
   const grantedAll = [...write, ...read, ...devices]
   const reachable = (path: string) => !secret.some((dir) => within(dir, path)) && grantedAll.some((dir) => within(dir, path))
-  const roots = [policy.location, ...policy.approved].map(Landlock.real)
+  const roots = [location, ...policy.approved.map(Landlock.real)]
   const walked = covering && policy.readDenied !== undefined ? Covered.walk(roots, policy.readDenied) : undefined
   // What the grants already keep out (carved out, or never granted) needs no cover: the command is refused it.
   const files = (walked?.files ?? []).filter(reachable)
