@@ -255,7 +255,7 @@ export const execute = (path: string, argv: ReadonlyArray<string>, env: Readonly
     // Kernels before 5.11: one descriptor at a time.
     for (const entry of readdirSync("/proc/self/fd")) {
       const fd = Number(entry)
-      if (fd > 2 && numbers !== undefined) syscall(numbers.fcntl, fd, F_SETFD, FD_CLOEXEC)
+      if (fd > 2) closeOnExec(fd)
     }
   }
   // Only the ignored ones: a handled signal is reset by the exec itself, and resetting it before would leave the

@@ -278,9 +278,9 @@ const become = async (order: Supervisor.Order | undefined, way: Namespace.Way, r
 }
 
 /**
- * Runs the starter to its exec (or its end); `supervisor` is its supervisor's pid. It readies itself: with `pid`,
- * the PID namespace's own /proc; with `deny`, the layer keeping the command off core's ports (while it waits, unless
- * `cold`).
+ * Runs the starter to its exec (or its end); `supervisor` is its supervisor's pid. It readies itself while it waits:
+ * with `pid`, the PID namespace's own /proc; with `deny`, the layer keeping the command off core's ports; unless
+ * `cold`, what a sandbox takes (`warmUp`).
  */
 export const main = async (supervisor: number, { isolate, sandbox, cold, pid, deny, rules }: Flags): Promise<never> => {
   keepRules({ deny, rules })
