@@ -88,18 +88,23 @@ export interface Parsed {
 // The web-tree-sitter runtime is one WebAssembly instance per process, so the parser is one per process too:
 // made on first use, never at start-up, since most commands never parse a shell line.
 let parser: Promise<Parser> | undefined
+/** The parser once made. */
+let ready: Parser | undefined
 
 const loadParser = async (): Promise<Parser> => {
   const { Parser, Language } = await import("web-tree-sitter")
   await Parser.init({ wasmBinary: await Bun.file(treeSitterWasm).bytes() })
   const language = await Language.load(await Bun.file(bashWasm).bytes())
-  return new Parser().setLanguage(language)
+  return (ready = new Parser().setLanguage(language))
 }
 
 // Walking the tree
 
 interface Collector {
-  readonly parser: Parser
+  /** The grammar, once loaded: a line of plain words is read without it (`plainWords`). */
+  readonly parser: Parser | undefined
+  /** Whether a line of plain words is read without the grammar (false: every line with it). */
+  readonly plain: boolean
   /** How many code strings deep this walk is. */
   readonly depth: number
   /** The outermost command whose code string is being read, if any. */
@@ -232,11 +237,26 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
     for (const redirect of redirects) collector.statements.push({ owner: resource, redirect })
     return
   }
-  const words = [name, ...rest]
+  addCommand(assignments, [name, ...rest], redirects, node.text, collector)
+}
+
+/**
+ * A simple command whose name is known (`words[0]`, a literal value), with its assignments and redirections: checked,
+ * and what it runs besides itself read. `text` is the command as written.
+ */
+const addCommand = (
+  assignments: ReadonlyArray<string>,
+  words: ReadonlyArray<Word>,
+  redirects: ReadonlyArray<Redirect>,
+  text: string,
+  collector: Collector,
+): void => {
+  const name = words[0]!
+  const rest = words.slice(1)
   const resource = textOf(assignments, words) + suffixOf(redirects)
   const within = collector.within
   // A subcommand written as a pattern (`npm ru[n] x`) is whatever file name bash expands it to: not known.
-  if (Object.hasOwn(Arity.TABLE, name.value) && Arity.TABLE[name.value]! > 1 && rest[0]?.glob === true) {
+  if (Object.hasOwn(Arity.TABLE, name.value!) && Arity.TABLE[name.value!]! > 1 && rest[0]?.glob === true) {
     collector.opaque.push({ resource: within ?? resource, reason: `its subcommand ${rest[0].text} is a pattern bash expands to a file's name` })
   }
   // A shell in a line that mentions where it reads its start-up files from (HOME, a login shell's profile;
@@ -244,7 +264,7 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
   // check (its code's commands are still their own).
   const neutral = !mentionsStartup(collector)
   const transparent = neutral && assignments.length === 0 && redirects.length === 0 && Runs.transparent(words)
-  collector.commands.push({ kind: "command", assignments, words, redirects, resource, within, text: node.text, transparent })
+  collector.commands.push({ kind: "command", assignments, words, redirects, resource, within, text, transparent })
   Evaluation.evaluatingCommand(words, within ?? resource, collector)
   // Also the environment a wrapper gives (`env PS4='…' bash -x`, `sudo EDITOR=… visudo`).
   const environment = [...assignments, ...words.slice(1).flatMap((word) => (word.value === undefined ? [] : [word.value]))]
@@ -530,10 +550,45 @@ const tooManyPipes = (text: string): boolean => {
   return false
 }
 
+/**
+ * A line of plain words: letters, digits and `_./:@%+,=-` only, one space or more between words, on one line, the first
+ * word no assignment (no `=`) and not starting with `:%+,@-`, and no word one the grammar reads as a keyword. bash
+ * reads such a line as one simple command of these very words (nothing in them is quoted, escaped, expanded,
+ * redirected or a pattern), and the grammar reads it so too; the two readings are compared in
+ * test/shell/command.test.ts.
+ */
+const PLAIN_CHARACTERS = /^[A-Za-z0-9_./:@%+,= -]*$/
+const PLAIN_NAME = /^[A-Za-z0-9_./][A-Za-z0-9_./:@%+,-]*$/
+
+/** Words the grammar reads as more than a word (keywords, declarations), wherever they stand in a plain line. */
+const KEYWORDS: ReadonlySet<string> = new Set([
+  "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do", "done", "in",
+  "function", "time", "coproc", "declare", "typeset", "export", "readonly", "local", "unset", "unsetenv",
+])
+
+/** The words of `text` when it is a line of plain words, else undefined. */
+export const plainWords = (text: string): ReadonlyArray<string> | undefined => {
+  if (!PLAIN_CHARACTERS.test(text)) return undefined
+  const words = text.split(" ").filter((word) => word !== "")
+  if (words.length === 0 || !PLAIN_NAME.test(words[0]!)) return undefined
+  return words.some((word) => KEYWORDS.has(word)) ? undefined : words
+}
+
+/** Thrown where the grammar is needed and not given: the line is read again once it is loaded. */
+const NEEDS_GRAMMAR = Symbol("needs the grammar")
+
 /** Parses `text` and walks it into `collector`. */
 const read = (given: string, collector: Collector): void => {
   if (tooManyPipes(given)) {
     collector.unparsed ??= "it holds too many pipes to read"
+    return
+  }
+  // Read as the grammar reads it, without loading the grammar (tens of milliseconds of a one-off command).
+  const plain = collector.plain ? plainWords(given) : undefined
+  if (plain !== undefined) {
+    if (collector.depth === 0) collector.numeric = new Set()
+    const words = plain.map((word): Word => ({ text: word, value: word, glob: false, tilde: false }))
+    addCommand([], words, [], given.trim(), collector)
     return
   }
   try {
@@ -546,12 +601,14 @@ const read = (given: string, collector: Collector): void => {
 }
 
 const readTree = (given: string, collector: Collector): void => {
-  let tree = collector.parser.parse(given)
+  const grammar = collector.parser
+  if (grammar === undefined) throw NEEDS_GRAMMAR
+  let tree = grammar.parse(given)
   if (tree !== null) {
     const joined = joinContinuations(tree.rootNode, given)
     if (joined !== given) {
       tree.delete()
-      tree = collector.parser.parse(joined)
+      tree = grammar.parse(joined)
     }
   }
   if (tree === null) {
@@ -574,23 +631,37 @@ const readTree = (given: string, collector: Collector): void => {
   }
 }
 
-/** Reads a command line. */
-export const parse = (text: string): Effect.Effect<Parsed> =>
-  Effect.promise(() => (parser ??= loadParser())).pipe(
-    Effect.map((loaded) => {
-      const collector: Collector = {
-        parser: loaded,
-        depth: 0,
-        within: undefined,
-        commands: [],
-        statements: [],
-        opaque: [],
-        unparsed: undefined,
-        numeric: new Set(),
-        line: text,
-      }
-      read(text, collector)
-      const { commands, statements, opaque, unparsed } = collector
-      return { text, commands, statements, opaque, unparsed }
-    }),
-  )
+/** `text` read into a fresh collector with `grammar`; undefined where it needs the grammar and was given none. */
+const readLine = (text: string, grammar: Parser | undefined, plain: boolean): Parsed | undefined => {
+  const collector: Collector = {
+    parser: grammar,
+    plain,
+    depth: 0,
+    within: undefined,
+    commands: [],
+    statements: [],
+    opaque: [],
+    unparsed: undefined,
+    numeric: new Set(),
+    line: text,
+  }
+  try {
+    read(text, collector)
+  } catch (cause) {
+    if (cause === NEEDS_GRAMMAR) return undefined
+    throw cause
+  }
+  const { commands, statements, opaque, unparsed } = collector
+  return { text, commands, statements, opaque, unparsed }
+}
+
+/**
+ * Reads a command line: a line of plain words (and the plain code such a line gives `bash -c`) without the grammar,
+ * any other with it. `grammar` reads every line with the grammar (the tests compare the two).
+ */
+export const parse = (text: string, grammar = false): Effect.Effect<Parsed> =>
+  Effect.suspend(() => {
+    const read = grammar ? undefined : readLine(text, ready, true)
+    if (read !== undefined) return Effect.succeed(read)
+    return Effect.promise(() => (parser ??= loadParser())).pipe(Effect.map((loaded) => readLine(text, loaded, !grammar)!))
+  })

@@ -103,6 +103,18 @@ describe("start-up", () => {
     expect(found).toEqual([])
   })
 
+  // Loading bash's grammar (two WebAssembly modules) was 80 ms of processor time of a one-off `core exec bash`.
+  test("core exec bash of a line of plain words evaluates no tree-sitter module; a line that needs the grammar loads it", async () => {
+    // The grammar files themselves are imported as paths (`type: "file"`); its runtime is a module.
+    const GRAMMAR = /\/node_modules\/web-tree-sitter\/.*\.[cm]?js$/
+    const bash = (command: string) => loaded(["exec", "bash", "--input", JSON.stringify({ command }), "--yes", "--location", location], location)
+    const plain = await bash("git status --short")
+    expect(plain.some((path) => path.endsWith("/src/shell/command-line.ts"))).toBe(true)
+    expect(plain.filter((path) => GRAMMAR.test(path))).toEqual([])
+    const listed = await bash("true && git status --short")
+    expect(listed.some((path) => GRAMMAR.test(path))).toBe(true)
+  })
+
   test("core exec with the SQLite store evaluates no Postgres store module", async () => {
     const modules = await loaded(["exec", "read", "--input", '{"filePath":"a.txt"}', "--location", location], location)
     expect(modules.some((path) => path.includes("/src/store/sqlite-store.ts"))).toBe(true)

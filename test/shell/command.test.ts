@@ -860,3 +860,164 @@ describe("CommandChecks.mentioned: every word that may name a file", () => {
     expect(found.find((path) => path.word.text === '"$F"')?.unknown).toContain("expansion")
   })
 })
+
+describe("CommandLine.parse: a line of plain words is read without the grammar, as the grammar reads it", () => {
+  /** Lines agents run, wrappers that run code, keywords, and words the grammar might read apart. */
+  const CURATED = [
+    "true",
+    "ls -la",
+    "  git status  ",
+    "git   log --oneline -5",
+    "npm test",
+    "npm run build",
+    "npx tsc --noEmit",
+    "cargo build --release",
+    "make -j4 all CC=gcc",
+    "python3 -m pytest tests/unit -x",
+    "go test ./...",
+    "sleep 1",
+    "1 2 3",
+    "1.5 0x1f 1e5 -1 +1",
+    "./a.sh --flag=value",
+    "/usr/bin/env python3 script.py",
+    "git push origin main:main",
+    "git commit -m msg",
+    "git -c core.pager=less log",
+    "git -c core.fsmonitor=./x status",
+    "git config core.hooksPath hooks",
+    "git config --global alias.x status",
+    "git fetch-pack x",
+    "env FOO=1 bar",
+    "env HOME=/tmp bash -c ls",
+    "env GIT_EXTERNAL_DIFF=x git diff",
+    "env LD_PRELOAD=./x.so ls",
+    "env BASH_ENV=./x bash -c true",
+    "env GIT_TEMPLATE_DIR=./t git init",
+    "sudo rm -rf /",
+    "sudo -u nobody make install",
+    "xargs rm",
+    "xargs -n1 sh -c ls",
+    "bash -c true",
+    "bash -lc ls",
+    "sh -c ls",
+    "zsh -c ls",
+    "env bash -lc true",
+    "nice -n 5 make",
+    "timeout 5 sleep 10",
+    "nohup make",
+    "command -v git",
+    "builtin cd x",
+    "exec ls",
+    "eval ls",
+    "eval rm -rf x",
+    "source x.sh",
+    ". ./env.sh",
+    "let x=1",
+    "let x",
+    "test 1 -eq 1",
+    "trap ls EXIT",
+    "find . -name x -exec rm",
+    "find . -delete",
+    "chmod +x a.sh",
+    "cp a core.json",
+    "cp x .core/y",
+    "mv tools/a.ts tools/b.ts",
+    "tee .core/x",
+    "sed -i s/x/y/ tools/t.ts",
+    "sort -o .core/x y",
+    "rm -rf /",
+    "dd if=/dev/zero of=out bs=1M count=1",
+    "curl -o out http://example.com/a:8080",
+    "ssh user@host",
+    "printf %s x",
+    "date +%s",
+    "a.b c,d e:f g@h i%j k+l m=n",
+    "-x",
+    "_x",
+    "a=b",
+    "x=1 ls",
+    "echo done",
+    "echo if then fi",
+    "echo in",
+    "echo esac case",
+    "echo time",
+    "echo function",
+    "export A=1",
+    "declare -i x",
+    "local x",
+    "unset x",
+    "readonly x",
+    "time ls",
+    "coproc ls",
+    "ls\tx",
+    "ls -la\n",
+    "ls; rm x",
+    "ls && rm x",
+    "ls | wc -l",
+    "ls > out",
+    "ls 2>&1",
+    "ls ~",
+    "ls *.ts",
+    "ls a?",
+    "cd $HOME",
+    "echo 'x'",
+    "echo \"x\"",
+    "echo a\\ b",
+    "echo #x",
+    "echo {a,b}",
+    "! ls",
+    "%1",
+    "",
+    "   ",
+  ]
+
+  /** Random lines of plain words (and some that are not), from a fixed seed: the same lines every run. */
+  const random = (): ReadonlyArray<string> => {
+    let seed = 20261202
+    const next = (below: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      return seed % below
+    }
+    const NAMES = ["git", "ls", "bash", "sh", "env", "sudo", "xargs", "find", "npm", "make", "cp", "rm", "let", "eval", "exec", "command", "test", "nice", "timeout", "trap", ".", "source", "tee", "sed", "dd", "x", "1", "./run"]
+    const CHARS = "abcxyzABZ019_./:@%+,=-"
+    const word = () => {
+      if (next(4) === 0) return NAMES[next(NAMES.length)]!
+      let made = ""
+      for (let length = 1 + next(6); made.length < length; ) made += CHARS[next(CHARS.length)]
+      return made
+    }
+    const lines: Array<string> = []
+    for (let index = 0; index < 1500; index++) {
+      const words = [NAMES[next(NAMES.length)]!]
+      for (let count = next(6); count > 0; count--) words.push(word())
+      lines.push(words.join(" ".repeat(1 + next(2))))
+    }
+    return lines
+  }
+
+  test("every line reads the same with and without the grammar", async () => {
+    const lines = [...CURATED, ...random()]
+    const plain = lines.filter((line) => CommandLine.plainWords(line) !== undefined)
+    // Most of them take the path without the grammar: the comparison is about that path.
+    expect(plain.length).toBeGreaterThan(1000)
+    for (const line of lines) {
+      const [without, withGrammar] = await Promise.all([parse(line), Effect.runPromise(CommandLine.parse(line, true))])
+      expect({ line, read: without }).toEqual({ line, read: withGrammar })
+    }
+  })
+
+  test("what is not a line of plain words is read with the grammar", () => {
+    for (const line of ["ls; rm x", "ls\tx", "ls -la\n", "a=b", "x=1 ls", "echo done", "ls ~", "ls *.ts", "echo 'x'", "echo #x", "%1", "-x", "time ls", "export A=1", "", "   "]) {
+      expect({ line, words: CommandLine.plainWords(line) }).toEqual({ line, words: undefined })
+    }
+    expect(CommandLine.plainWords("  git   log --oneline -5 ")).toEqual(["git", "log", "--oneline", "-5"])
+    expect(CommandLine.plainWords("make CC=gcc")).toEqual(["make", "CC=gcc"])
+  })
+
+  test("the checks of a plain line are its own, with what it runs besides itself", async () => {
+    expect(await resources("git -c core.fsmonitor=./x status")).toContain("git -c core.fsmonitor=./x status")
+    expect(await opaque("env GIT_EXTERNAL_DIFF=x git diff")).toEqual(["env GIT_EXTERNAL_DIFF=x git diff"])
+    expect(await resources("bash -c true")).toEqual(["true"])
+    expect(await resources("sudo rm -rf /")).toEqual(["sudo rm -rf /", "rm -rf /"])
+  })
+})
