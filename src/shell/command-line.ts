@@ -101,7 +101,7 @@ const loadParser = async (): Promise<Parser> => {
 // Walking the tree
 
 interface Collector {
-  /** The grammar, once loaded: a line of plain words is read without it (`plainWords`). */
+  /** The grammar, once loaded: a line of plain words is read without it (`plainCommands`). */
   readonly parser: Parser | undefined
   /** Whether a line of plain words is read without the grammar (false: every line with it). */
   readonly plain: boolean
@@ -551,14 +551,16 @@ const tooManyPipes = (text: string): boolean => {
 }
 
 /**
- * A line of plain words: letters, digits and `_./:@%+,=-` only, one space or more between words, on one line, the first
- * word no assignment (no `=`) and not starting with `:%+,@-`, and no word one the grammar reads as a keyword. bash
- * reads such a line as one simple command of these very words (nothing in them is quoted, escaped, expanded,
- * redirected or a pattern), and the grammar reads it so too; the two readings are compared in
- * test/shell/command.test.ts.
+ * A command of plain words: letters, digits and `_./:@%+,=-` only, one space or more between words, the first word no
+ * assignment (no `=`) and not starting with `:%+,@-`, and no word one the grammar reads as a keyword. A line of such
+ * commands joined by `&&`, `||`, `|` or `;`, on one line, is to bash one simple command of these very words each
+ * (nothing in them is quoted, escaped, expanded, redirected or a pattern), and the grammar reads it so too; the two
+ * readings are compared in test/shell/command.test.ts.
  */
 const PLAIN_CHARACTERS = /^[A-Za-z0-9_./:@%+,= -]*$/
 const PLAIN_NAME = /^[A-Za-z0-9_./][A-Za-z0-9_./:@%+,-]*$/
+const PLAIN_LINE = /^[A-Za-z0-9_./:@%+,= &|;-]*$/
+const OPERATOR = /&&|\|\||\||;/
 
 /** Words the grammar reads as more than a word (keywords, declarations), wherever they stand in a plain line. */
 const KEYWORDS: ReadonlySet<string> = new Set([
@@ -566,12 +568,30 @@ const KEYWORDS: ReadonlySet<string> = new Set([
   "function", "time", "coproc", "declare", "typeset", "export", "readonly", "local", "unset", "unsetenv",
 ])
 
-/** The words of `text` when it is a line of plain words, else undefined. */
-export const plainWords = (text: string): ReadonlyArray<string> | undefined => {
+/** The words of `text` when it is a command of plain words, else undefined. */
+const plainWords = (text: string): ReadonlyArray<string> | undefined => {
   if (!PLAIN_CHARACTERS.test(text)) return undefined
   const words = text.split(" ").filter((word) => word !== "")
   if (words.length === 0 || !PLAIN_NAME.test(words[0]!)) return undefined
   return words.some((word) => KEYWORDS.has(word)) ? undefined : words
+}
+
+/** A command of plain words: as written, and its words. */
+interface PlainCommand {
+  readonly text: string
+  readonly words: ReadonlyArray<string>
+}
+
+/** The commands of `text` when it is a line of commands of plain words (above), in order, else undefined. */
+export const plainCommands = (text: string): ReadonlyArray<PlainCommand> | undefined => {
+  if (!PLAIN_LINE.test(text)) return undefined
+  const commands: Array<PlainCommand> = []
+  for (const part of text.split(OPERATOR)) {
+    const words = plainWords(part)
+    if (words === undefined) return undefined
+    commands.push({ text: part.trim(), words })
+  }
+  return commands
 }
 
 /** Thrown where the grammar is needed and not given: the line is read again once it is loaded. */
@@ -584,11 +604,12 @@ const read = (given: string, collector: Collector): void => {
     return
   }
   // Read as the grammar reads it, without loading the grammar (tens of milliseconds of a one-off command).
-  const plain = collector.plain ? plainWords(given) : undefined
+  const plain = collector.plain ? plainCommands(given) : undefined
   if (plain !== undefined) {
     if (collector.depth === 0) collector.numeric = new Set()
-    const words = plain.map((word): Word => ({ text: word, value: word, glob: false, tilde: false }))
-    addCommand([], words, [], given.trim(), collector)
+    for (const { text, words } of plain) {
+      addCommand([], words.map((word): Word => ({ text: word, value: word, glob: false, tilde: false })), [], text, collector)
+    }
     return
   }
   try {

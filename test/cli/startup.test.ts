@@ -104,15 +104,17 @@ describe("start-up", () => {
   })
 
   // Loading bash's grammar (two WebAssembly modules) was 80 ms of processor time of a one-off `core exec bash`.
-  test("core exec bash of a line of plain words evaluates no tree-sitter module; a line that needs the grammar loads it", async () => {
+  test("core exec bash of plain words (and commands of them joined by && | ;) evaluates no tree-sitter module; a line that needs the grammar loads it", async () => {
     // The grammar files themselves are imported as paths (`type: "file"`); its runtime is a module.
     const GRAMMAR = /\/node_modules\/web-tree-sitter\/.*\.[cm]?js$/
     const bash = (command: string) => loaded(["exec", "bash", "--input", JSON.stringify({ command }), "--yes", "--location", location], location)
     const plain = await bash("git status --short")
     expect(plain.some((path) => path.endsWith("/src/shell/command-line.ts"))).toBe(true)
     expect(plain.filter((path) => GRAMMAR.test(path))).toEqual([])
-    const listed = await bash("true && git status --short")
-    expect(listed.some((path) => GRAMMAR.test(path))).toBe(true)
+    const listed = await bash("cd . && git status --short | cat")
+    expect(listed.filter((path) => GRAMMAR.test(path))).toEqual([])
+    const quoted = await bash("git status --short 2>&1")
+    expect(quoted.some((path) => GRAMMAR.test(path))).toBe(true)
   })
 
   test("core exec with the SQLite store evaluates no Postgres store module", async () => {

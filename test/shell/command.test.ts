@@ -954,6 +954,25 @@ describe("CommandLine.parse: a line of plain words is read without the grammar, 
     "ls; rm x",
     "ls && rm x",
     "ls | wc -l",
+    "cd sub && npm test",
+    "cd /tmp && sudo rm -rf x || echo failed; ls | wc -l",
+    "make;make install",
+    "a&&b||c|d",
+    "git diff | cat",
+    "bash -c ls | sh",
+    "cd x && bash -c rm",
+    "env HOME=/tmp ls && bash -c true",
+    "a & b",
+    "a |& b",
+    "a;;b",
+    "a;",
+    ";a",
+    "a ||| b",
+    "a &&& b",
+    "a && && b",
+    "a && done",
+    "a | x=1",
+    "a && ~",
     "ls > out",
     "ls 2>&1",
     "ls ~",
@@ -986,20 +1005,28 @@ describe("CommandLine.parse: a line of plain words is read without the grammar, 
       for (let length = 1 + next(6); made.length < length; ) made += CHARS[next(CHARS.length)]
       return made
     }
-    const lines: Array<string> = []
-    for (let index = 0; index < 1500; index++) {
+    const OPERATORS = [" && ", " || ", " | ", "; ", "&&", "|", ";", " ; ", " & ", ";;"]
+    const command = () => {
       const words = [NAMES[next(NAMES.length)]!]
       for (let count = next(6); count > 0; count--) words.push(word())
-      lines.push(words.join(" ".repeat(1 + next(2))))
+      return words.join(" ".repeat(1 + next(2)))
+    }
+    const lines: Array<string> = []
+    for (let index = 0; index < 2000; index++) {
+      let line = command()
+      for (let count = next(4) === 0 ? 1 + next(3) : 0; count > 0; count--) line += OPERATORS[next(OPERATORS.length)]! + command()
+      lines.push(line)
     }
     return lines
   }
 
   test("every line reads the same with and without the grammar", async () => {
     const lines = [...CURATED, ...random()]
-    const plain = lines.filter((line) => CommandLine.plainWords(line) !== undefined)
-    // Most of them take the path without the grammar: the comparison is about that path.
-    expect(plain.length).toBeGreaterThan(1000)
+    const plain = lines.filter((line) => CommandLine.plainCommands(line) !== undefined)
+    // Most of them take the path without the grammar, a few hundred with more than one command: the comparison is
+    // about that path.
+    expect(plain.length).toBeGreaterThan(1200)
+    expect(plain.filter((line) => CommandLine.plainCommands(line)!.length > 1).length).toBeGreaterThan(200)
     for (const line of lines) {
       const [without, withGrammar] = await Promise.all([parse(line), Effect.runPromise(CommandLine.parse(line, true))])
       expect({ line, read: without }).toEqual({ line, read: withGrammar })
@@ -1007,11 +1034,16 @@ describe("CommandLine.parse: a line of plain words is read without the grammar, 
   })
 
   test("what is not a line of plain words is read with the grammar", () => {
-    for (const line of ["ls; rm x", "ls\tx", "ls -la\n", "a=b", "x=1 ls", "echo done", "ls ~", "ls *.ts", "echo 'x'", "echo #x", "%1", "-x", "time ls", "export A=1", "", "   "]) {
-      expect({ line, words: CommandLine.plainWords(line) }).toEqual({ line, words: undefined })
+    const NOT = ["ls\tx", "ls -la\n", "a=b", "x=1 ls", "echo done", "ls ~", "ls *.ts", "echo 'x'", "echo #x", "%1", "-x", "time ls", "export A=1", "", "   "]
+    for (const line of [...NOT, "a & b", "a |& b", "a;;b", "a;", ";a", "a ||| b", "a && done", "ls > out", "ls 2>&1"]) {
+      expect({ line, commands: CommandLine.plainCommands(line) }).toEqual({ line, commands: undefined })
     }
-    expect(CommandLine.plainWords("  git   log --oneline -5 ")).toEqual(["git", "log", "--oneline", "-5"])
-    expect(CommandLine.plainWords("make CC=gcc")).toEqual(["make", "CC=gcc"])
+    expect(CommandLine.plainCommands("  git   log --oneline -5 ")).toEqual([{ text: "git   log --oneline -5", words: ["git", "log", "--oneline", "-5"] }])
+    expect(CommandLine.plainCommands("cd sub&&make CC=gcc | tee log")).toEqual([
+      { text: "cd sub", words: ["cd", "sub"] },
+      { text: "make CC=gcc", words: ["make", "CC=gcc"] },
+      { text: "tee log", words: ["tee", "log"] },
+    ])
   })
 
   test("the checks of a plain line are its own, with what it runs besides itself", async () => {
@@ -1019,5 +1051,6 @@ describe("CommandLine.parse: a line of plain words is read without the grammar, 
     expect(await opaque("env GIT_EXTERNAL_DIFF=x git diff")).toEqual(["env GIT_EXTERNAL_DIFF=x git diff"])
     expect(await resources("bash -c true")).toEqual(["true"])
     expect(await resources("sudo rm -rf /")).toEqual(["sudo rm -rf /", "rm -rf /"])
+    expect(await resources("cd sub && sudo bash -c rm | wc -l")).toEqual(["cd sub", "sudo bash -c rm", "rm", "wc -l"])
   })
 })
