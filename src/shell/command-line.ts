@@ -551,47 +551,82 @@ const tooManyPipes = (text: string): boolean => {
 }
 
 /**
- * A command of plain words: letters, digits and `_./:@%+,=-` only, one space or more between words, the first word no
- * assignment (no `=`) and not starting with `:%+,@-`, and no word one the grammar reads as a keyword. A line of such
- * commands joined by `&&`, `||`, `|` or `;`, on one line, is to bash one simple command of these very words each
- * (nothing in them is quoted, escaped, expanded, redirected or a pattern), and the grammar reads it so too; the two
- * readings are compared in test/shell/command.test.ts.
+ * A plain command line: commands of plain words joined by `&&`, `||`, `|` or `;`, on one line. A plain word is
+ * letters, digits and `_./:@%+,=-`, or such characters and spaces in single or double quotes, standing alone (not
+ * joined to another word); a command's first word is an unquoted name (no `=`, nor `@` or `%`, which the grammar
+ * cannot read in a name, and not starting with `:+,-`), and no unquoted word is one the grammar reads as a keyword.
+ * To bash such a line is these commands of these very words, each with the value written (nothing in them is
+ * escaped, expanded, redirected or a pattern), and the grammar reads it so too; the two readings are compared in
+ * test/shell/command.test.ts.
  */
-const PLAIN_CHARACTERS = /^[A-Za-z0-9_./:@%+,= -]*$/
-const PLAIN_NAME = /^[A-Za-z0-9_./][A-Za-z0-9_./:@%+,-]*$/
-const PLAIN_LINE = /^[A-Za-z0-9_./:@%+,= &|;-]*$/
-const OPERATOR = /&&|\|\||\||;/
+const PLAIN_CHARACTER = /^[A-Za-z0-9_./:@%+,=-]$/
+const PLAIN_QUOTED = /^[A-Za-z0-9_./:@%+,= -]*$/
+const PLAIN_NAME = /^[A-Za-z0-9_./][A-Za-z0-9_./:+,-]*$/
 
-/** Words the grammar reads as more than a word (keywords, declarations), wherever they stand in a plain line. */
+/** Words the grammar reads as more than a word (keywords, declarations), wherever they stand unquoted. */
 const KEYWORDS: ReadonlySet<string> = new Set([
   "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do", "done", "in",
   "function", "time", "coproc", "declare", "typeset", "export", "readonly", "local", "unset", "unsetenv",
 ])
 
-/** The words of `text` when it is a command of plain words, else undefined. */
-const plainWords = (text: string): ReadonlyArray<string> | undefined => {
-  if (!PLAIN_CHARACTERS.test(text)) return undefined
-  const words = text.split(" ").filter((word) => word !== "")
-  if (words.length === 0 || !PLAIN_NAME.test(words[0]!)) return undefined
-  return words.some((word) => KEYWORDS.has(word)) ? undefined : words
-}
-
 /** A command of plain words: as written, and its words. */
 interface PlainCommand {
   readonly text: string
-  readonly words: ReadonlyArray<string>
+  readonly words: ReadonlyArray<Word>
 }
 
-/** The commands of `text` when it is a line of commands of plain words (above), in order, else undefined. */
-export const plainCommands = (text: string): ReadonlyArray<PlainCommand> | undefined => {
-  if (!PLAIN_LINE.test(text)) return undefined
+/** The commands of `line` when it is a plain command line (above), in order, else undefined. */
+export const plainCommands = (line: string): ReadonlyArray<PlainCommand> | undefined => {
   const commands: Array<PlainCommand> = []
-  for (const part of text.split(OPERATOR)) {
-    const words = plainWords(part)
-    if (words === undefined) return undefined
-    commands.push({ text: part.trim(), words })
+  let words: Array<Word> = []
+  let start = 0
+  let end = 0
+  /** Ends the command being read: false where it is none (no word, or no name first). */
+  const close = (): boolean => {
+    const first = words[0]
+    if (first === undefined || first.text !== first.value || !PLAIN_NAME.test(first.text)) return false
+    if (words.some((word) => word.text === word.value && KEYWORDS.has(word.text))) return false
+    commands.push({ text: line.slice(start, end), words })
+    words = []
+    return true
   }
-  return commands
+  let at = 0
+  while (at < line.length) {
+    const char = line[at]!
+    if (char === " ") {
+      at++
+      continue
+    }
+    if (char === "&" || char === "|" || char === ";") {
+      const doubled = char !== ";" && line[at + 1] === char
+      // A lone `&` runs the command before it in the background: read by the grammar.
+      if ((char === "&" && !doubled) || !close()) return undefined
+      at += doubled ? 2 : 1
+      continue
+    }
+    let text: string
+    let value: string
+    if (char === "'" || char === '"') {
+      const closing = line.indexOf(char, at + 1)
+      if (closing === -1) return undefined
+      value = line.slice(at + 1, closing)
+      if (!PLAIN_QUOTED.test(value)) return undefined
+      text = line.slice(at, closing + 1)
+    } else {
+      let stop = at
+      while (stop < line.length && PLAIN_CHARACTER.test(line[stop]!)) stop++
+      if (stop === at) return undefined
+      text = value = line.slice(at, stop)
+    }
+    const after = at + text.length
+    const next = line[after]
+    if (next !== undefined && next !== " " && next !== "&" && next !== "|" && next !== ";") return undefined
+    if (words.length === 0) start = at
+    end = after
+    words.push({ text, value, glob: false, tilde: false })
+    at = after
+  }
+  return close() ? commands : undefined
 }
 
 /** Thrown where the grammar is needed and not given: the line is read again once it is loaded. */
@@ -607,9 +642,7 @@ const read = (given: string, collector: Collector): void => {
   const plain = collector.plain ? plainCommands(given) : undefined
   if (plain !== undefined) {
     if (collector.depth === 0) collector.numeric = new Set()
-    for (const { text, words } of plain) {
-      addCommand([], words.map((word): Word => ({ text: word, value: word, glob: false, tilde: false })), [], text, collector)
-    }
+    for (const { text, words } of plain) addCommand([], words, [], text, collector)
     return
   }
   try {

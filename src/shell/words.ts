@@ -55,6 +55,8 @@ const literal = (node: Node): Literal | undefined => {
     case "raw_string":
       return { value: node.text.slice(1, -1), glob: false }
     case "string": {
+      // Only blanks between the quotes make no content node: the value is the blanks (`" "` is one space to bash).
+      if (node.namedChildren.length === 0) return { value: unescapeDoubleQuoted(node.text.slice(1, -1)), glob: false }
       let value = ""
       for (const child of node.namedChildren) {
         if (child === null || child.type !== "string_content") return undefined

@@ -973,6 +973,27 @@ describe("CommandLine.parse: a line of plain words is read without the grammar, 
     "a && done",
     "a | x=1",
     "a && ~",
+    'git commit -m "fix the parser"',
+    "grep -rn 'plain words' src",
+    "echo \"\" ''",
+    'echo "a b"c',
+    "echo 'a b'\"c\"",
+    'echo "done" \'if\' "in"',
+    '"git" status',
+    "'ls'",
+    'echo "a && b" \'c | d\' "e;f"',
+    'echo "it\'s"',
+    'echo "$HOME"',
+    "echo '$(rm x)'",
+    'echo "a\\b"',
+    'echo "*" \'?\' "~"',
+    'bash -c "rm -rf x"',
+    "sh -c 'ls -la && rm y'",
+    'env "PS4=x" bash -x',
+    'git -c "core.pager=less -R" log',
+    'echo "unterminated',
+    "echo 'unterminated",
+    'echo "a"&&echo "b"',
     "ls > out",
     "ls 2>&1",
     "ls ~",
@@ -995,17 +1016,26 @@ describe("CommandLine.parse: a line of plain words is read without the grammar, 
     let seed = 20261202
     const next = (below: number) => {
       seed = (seed * 1103515245 + 12345) % 2147483648
-      return seed % below
+      // The high bits: an LCG's low ones repeat in short cycles.
+      return (seed >>> 16) % below
     }
     const NAMES = ["git", "ls", "bash", "sh", "env", "sudo", "xargs", "find", "npm", "make", "cp", "rm", "let", "eval", "exec", "command", "test", "nice", "timeout", "trap", ".", "source", "tee", "sed", "dd", "x", "1", "./run"]
     const CHARS = "abcxyzABZ019_./:@%+,=-"
     const word = () => {
       if (next(4) === 0) return NAMES[next(NAMES.length)]!
+      if (next(5) === 0) return quoted()
       let made = ""
       for (let length = 1 + next(6); made.length < length; ) made += CHARS[next(CHARS.length)]
       return made
     }
     const OPERATORS = [" && ", " || ", " | ", "; ", "&&", "|", ";", " ; ", " & ", ";;"]
+    const QUOTED = "abc AB 01_./:@%+,=-"
+    const quoted = () => {
+      const quote = next(2) === 0 ? "'" : '"'
+      let made = ""
+      for (let length = next(8); made.length < length; ) made += QUOTED[next(QUOTED.length)]
+      return quote + made + quote
+    }
     const command = () => {
       const words = [NAMES[next(NAMES.length)]!]
       for (let count = next(6); count > 0; count--) words.push(word())
@@ -1027,6 +1057,7 @@ describe("CommandLine.parse: a line of plain words is read without the grammar, 
     // about that path.
     expect(plain.length).toBeGreaterThan(1200)
     expect(plain.filter((line) => CommandLine.plainCommands(line)!.length > 1).length).toBeGreaterThan(200)
+    expect(plain.filter((line) => /['"]/.test(line)).length).toBeGreaterThan(300)
     for (const line of lines) {
       const [without, withGrammar] = await Promise.all([parse(line), Effect.runPromise(CommandLine.parse(line, true))])
       expect({ line, read: without }).toEqual({ line, read: withGrammar })
@@ -1034,16 +1065,29 @@ describe("CommandLine.parse: a line of plain words is read without the grammar, 
   })
 
   test("what is not a line of plain words is read with the grammar", () => {
-    const NOT = ["ls\tx", "ls -la\n", "a=b", "x=1 ls", "echo done", "ls ~", "ls *.ts", "echo 'x'", "echo #x", "%1", "-x", "time ls", "export A=1", "", "   "]
-    for (const line of [...NOT, "a & b", "a |& b", "a;;b", "a;", ";a", "a ||| b", "a && done", "ls > out", "ls 2>&1"]) {
+    const NOT = ["ls\tx", "ls -la\n", "a=b", "x=1 ls", "echo done", "ls ~", "ls *.ts", "echo #x", "%1", "-x", "time ls", "export A=1", "", "   "]
+    const QUOTED = ['echo "a b"c', "echo 'a'\"b\"", '"git" status', 'echo "it\'s"', 'echo "$HOME"', "echo 'a*'", 'echo "unterminated']
+    for (const line of [...NOT, ...QUOTED, "a & b", "a |& b", "a;;b", "a;", ";a", "a ||| b", "a && done", "ls > out", "ls 2>&1"]) {
       expect({ line, commands: CommandLine.plainCommands(line) }).toEqual({ line, commands: undefined })
     }
-    expect(CommandLine.plainCommands("  git   log --oneline -5 ")).toEqual([{ text: "git   log --oneline -5", words: ["git", "log", "--oneline", "-5"] }])
-    expect(CommandLine.plainCommands("cd sub&&make CC=gcc | tee log")).toEqual([
-      { text: "cd sub", words: ["cd", "sub"] },
-      { text: "make CC=gcc", words: ["make", "CC=gcc"] },
-      { text: "tee log", words: ["tee", "log"] },
+    const read = (line: string) => CommandLine.plainCommands(line)?.map(({ text, words }) => ({ text, values: words.map((word) => word.value) }))
+    expect(read("  git   log --oneline -5 ")).toEqual([{ text: "git   log --oneline -5", values: ["git", "log", "--oneline", "-5"] }])
+    expect(read("cd sub&&make CC=gcc | tee log")).toEqual([
+      { text: "cd sub", values: ["cd", "sub"] },
+      { text: "make CC=gcc", values: ["make", "CC=gcc"] },
+      { text: "tee log", values: ["tee", "log"] },
     ])
+    expect(read(`git commit -m "fix the parser" && grep -rn 'plain words' src`)).toEqual([
+      { text: 'git commit -m "fix the parser"', values: ["git", "commit", "-m", "fix the parser"] },
+      { text: "grep -rn 'plain words' src", values: ["grep", "-rn", "plain words", "src"] },
+    ])
+  })
+
+  test("a double-quoted word of blanks only is those blanks, as bash has it (the grammar gives it no content)", async () => {
+    for (const [line, value] of [['rm " "', " "], ['rm "  "', "  "], ["rm ' '", " "], ['rm ""', ""]] as const) {
+      const read = await Effect.runPromise(CommandLine.parse(line, true))
+      expect({ line, value: read.commands[0]!.words[1]!.value }).toEqual({ line, value })
+    }
   })
 
   test("the checks of a plain line are its own, with what it runs besides itself", async () => {
