@@ -552,8 +552,8 @@ const tooManyPipes = (text: string): boolean => {
 
 /**
  * A plain command line: commands of plain words joined by `&&`, `||`, `|` or `;`, on one line. A plain word is
- * letters, digits and `_./:@%+,=-`, or such characters and spaces in single or double quotes, standing alone (not
- * joined to another word); a command's first word is an unquoted name (no `=`, nor `@` or `%`, which the grammar
+ * letters, digits and `_./:@%+,=-`, and such characters and spaces in single or double quotes (`--format="%h %s"`);
+ * a command's first word is an unquoted name (no `=`, nor `@` or `%`, which the grammar
  * cannot read in a name, and not starting with `:+,-`), and no unquoted word is one the grammar reads as a keyword.
  * To bash such a line is these commands of these very words, each with the value written (nothing in them is
  * escaped, expanded, redirected or a pattern), and the grammar reads it so too; the two readings are compared in
@@ -562,6 +562,8 @@ const tooManyPipes = (text: string): boolean => {
 const PLAIN_CHARACTER = /^[A-Za-z0-9_./:@%+,=-]$/
 const PLAIN_QUOTED = /^[A-Za-z0-9_./:@%+,= -]*$/
 const PLAIN_NAME = /^[A-Za-z0-9_./][A-Za-z0-9_./:+,-]*$/
+/** What ends a word of a plain command line. */
+const WORD_END: ReadonlySet<string> = new Set([" ", "&", "|", ";"])
 
 /** Words the grammar reads as more than a word (keywords, declarations), wherever they stand unquoted. */
 const KEYWORDS: ReadonlySet<string> = new Set([
@@ -604,23 +606,22 @@ export const plainCommands = (line: string): ReadonlyArray<PlainCommand> | undef
       at += doubled ? 2 : 1
       continue
     }
-    let text: string
-    let value: string
-    if (char === "'" || char === '"') {
-      const closing = line.indexOf(char, at + 1)
-      if (closing === -1) return undefined
-      value = line.slice(at + 1, closing)
-      if (!PLAIN_QUOTED.test(value)) return undefined
-      text = line.slice(at, closing + 1)
-    } else {
-      let stop = at
-      while (stop < line.length && PLAIN_CHARACTER.test(line[stop]!)) stop++
-      if (stop === at) return undefined
-      text = value = line.slice(at, stop)
+    // A word: runs of plain characters and quoted parts, one after another.
+    let value = ""
+    let after = at
+    while (after < line.length && !WORD_END.has(line[after]!)) {
+      const part = line[after]!
+      if (part === "'" || part === '"') {
+        const closing = line.indexOf(part, after + 1)
+        if (closing === -1 || !PLAIN_QUOTED.test(line.slice(after + 1, closing))) return undefined
+        value += line.slice(after + 1, closing)
+        after = closing + 1
+      } else if (PLAIN_CHARACTER.test(part)) {
+        value += part
+        after++
+      } else return undefined
     }
-    const after = at + text.length
-    const next = line[after]
-    if (next !== undefined && next !== " " && next !== "&" && next !== "|" && next !== ";") return undefined
+    const text = line.slice(at, after)
     if (words.length === 0) start = at
     end = after
     words.push({ text, value, glob: false, tilde: false })

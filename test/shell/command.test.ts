@@ -994,6 +994,14 @@ describe("CommandLine.parse: a line of plain words is read without the grammar, 
     'echo "unterminated',
     "echo 'unterminated",
     'echo "a"&&echo "b"',
+    'git log -1 --format="%h %s"',
+    "git commit --message='a b'x",
+    'echo a"b"c\'d e\'',
+    'echo ""a',
+    'g"it" status',
+    '"" ls',
+    'x=\'a b\' ls',
+    'echo "a"$b',
     "ls > out",
     "ls 2>&1",
     "ls ~",
@@ -1024,6 +1032,7 @@ describe("CommandLine.parse: a line of plain words is read without the grammar, 
     const word = () => {
       if (next(4) === 0) return NAMES[next(NAMES.length)]!
       if (next(5) === 0) return quoted()
+      if (next(6) === 0) return next(2) === 0 ? `${CHARS[next(CHARS.length)]}${quoted()}` : `${quoted()}${CHARS[next(CHARS.length)]}${quoted()}`
       let made = ""
       for (let length = 1 + next(6); made.length < length; ) made += CHARS[next(CHARS.length)]
       return made
@@ -1066,7 +1075,7 @@ describe("CommandLine.parse: a line of plain words is read without the grammar, 
 
   test("what is not a line of plain words is read with the grammar", () => {
     const NOT = ["ls\tx", "ls -la\n", "a=b", "x=1 ls", "echo done", "ls ~", "ls *.ts", "echo #x", "%1", "-x", "time ls", "export A=1", "", "   "]
-    const QUOTED = ['echo "a b"c', "echo 'a'\"b\"", '"git" status', 'echo "it\'s"', 'echo "$HOME"', "echo 'a*'", 'echo "unterminated']
+    const QUOTED = ['"git" status', 'g"it" status', 'echo "it\'s"', 'echo "$HOME"', "echo 'a*'", 'echo "unterminated', 'echo a"b']
     for (const line of [...NOT, ...QUOTED, "a & b", "a |& b", "a;;b", "a;", ";a", "a ||| b", "a && done", "ls > out", "ls 2>&1"]) {
       expect({ line, commands: CommandLine.plainCommands(line) }).toEqual({ line, commands: undefined })
     }
@@ -1077,6 +1086,7 @@ describe("CommandLine.parse: a line of plain words is read without the grammar, 
       { text: "make CC=gcc", values: ["make", "CC=gcc"] },
       { text: "tee log", values: ["tee", "log"] },
     ])
+    expect(read(`git log --format="%h %s"`)).toEqual([{ text: 'git log --format="%h %s"', values: ["git", "log", "--format=%h %s"] }])
     expect(read(`git commit -m "fix the parser" && grep -rn 'plain words' src`)).toEqual([
       { text: 'git commit -m "fix the parser"', values: ["git", "commit", "-m", "fix the parser"] },
       { text: "grep -rn 'plain words' src", values: ["grep", "-rn", "plain words", "src"] },
