@@ -2,7 +2,8 @@
 // `core --version` and `core --help` (answered before core loads anything) and `core exec echo` in a one-tool Location
 // (tools/echo.ts written against `@core/tool` and `effect`, no node_modules, settled in process with the SQLite
 // store), and the same call forwarded to a `core serve` of the same data directory (docs/serve.md, "core exec
-// forwards"), against `bun -e ';'` as the peer. Each run is a fresh process timed from spawn to exit; the commands
+// forwards"), and `core exec bash` of a line read without bash's grammar and of one read with it, against `bun -e ';'`
+// as the peer. Each run is a fresh process timed from spawn to exit; the commands
 // alternate in rotating order so the noisy machine's drift lands on each alike. With `--base BINARY` (a compiled core
 // of an earlier build), that build's exec, in process and forwarded to a serve of its own, is measured in the same rounds.
 
@@ -17,6 +18,8 @@ const WARMUP_RUNS = 3
 const VERSION_TARGET = 1.2
 /** `core exec` of a one-tool Location, settled in process, CPU / `bun -e ';'` CPU. */
 const EXEC_TARGET = 4
+/** The line `core exec bash` runs: plain words, which need no grammar to be read. */
+const PLAIN_LINE = "cd tools && ls -la | wc -l"
 /** `core exec` of a one-tool Location, forwarded to a running `core serve`, CPU / `bun -e ';'` CPU. */
 const FORWARDED_TARGET = 1.5
 
@@ -82,6 +85,7 @@ export const measure = async (): Promise<Report> => {
     const baseServedEnv = { ...env, CORE_DATA_DIR: join(root, "base-served-data") }
     const baseServe = base === undefined ? undefined : await startServe(base, baseServedEnv)
     const execArgs = ["exec", "echo", "--input", JSON.stringify({ text: "hi" }), "--location", location]
+    const bashArgs = (command: string) => ["exec", "bash", "--input", JSON.stringify({ command }), "--yes", "--location", location]
     const succeeded = (stdout: string) => (JSON.parse(stdout).status === "success" ? undefined : "the call did not succeed")
 
     const commands: ReadonlyArray<Command> = [
@@ -108,6 +112,10 @@ export const measure = async (): Promise<Report> => {
             { label: "base: core exec echo", argv: [base, ...execArgs], problem: succeeded },
             { label: "base: core exec echo, forwarded", argv: [base, ...execArgs], env: baseServedEnv, problem: succeeded },
           ]),
+      // A sandboxed command, approved once (--yes): a line of plain words is read without loading bash's grammar,
+      // which one the grammar must read (here for its 2>&1) loads.
+      { label: "core exec bash, a plain line", argv: [binary, ...bashArgs(PLAIN_LINE)], problem: succeeded },
+      { label: "core exec bash, a line for the grammar", argv: [binary, ...bashArgs(`${PLAIN_LINE} 2>&1`)], problem: succeeded },
     ]
 
     const samples = commands.map((): Array<Sample> => [])
@@ -188,6 +196,9 @@ export const measure = async (): Promise<Report> => {
         `core exec forwarded spends ${duration(forwardedCpu.p50)} CPU (${duration(forwardedWall.p50)} wall, p50) in ` +
           `exec itself: reading the serve's record, health, a turn, the host tools and the call on its unix socket ` +
           `(the sidecar's own CPU for the call is not counted)`,
+        `core exec bash of "${PLAIN_LINE}": ${duration(cpu.at(-2)!.p50)} CPU (${duration(wall.at(-2)!.p50)} wall, p50), read ` +
+          `without bash's grammar; with 2>&1 added, read by the grammar (loaded for it): ${duration(cpu.at(-1)!.p50)} CPU ` +
+          `(${duration(wall.at(-1)!.p50)} wall); both sandboxed, supervised, and in process`,
         `core --version answers in ${duration(versionCpu.p50)} CPU (${duration(versionWall.p50)} wall, p50): the entry ` +
           `answers it before loading anything of core`,
       ],
