@@ -134,6 +134,9 @@ describe("start-up", () => {
   })
 
   test("core exec forwarded to a core serve of the same data directory evaluates no Effect and nothing of the host", async () => {
+    // A Location naming no MCP server: the serve answers its turn with no warning to report (one it could not start,
+    // off npm's PATH, sends exec to run in process).
+    const location = write(tempDir("core-loc-"), { "a.txt": "hello\n" })
     const record = join(tempDir("core-loaded-"), "loaded.json")
     // The same environment for both (exec forwards only then); the serve runs without the recorder.
     const env = isolated(record)
