@@ -553,11 +553,10 @@ const tooManyPipes = (text: string): boolean => {
 /**
  * A plain command line: commands of plain words joined by `&&`, `||`, `|` or `;`, on one line. A plain word is
  * letters, digits and `_./:@%+,=-`, and such characters and spaces in single or double quotes (`--format="%h %s"`);
- * a command's first word is an unquoted name (no `=`, nor `@` or `%`, which the grammar
- * cannot read in a name, and not starting with `:+,-`), and no unquoted word is one the grammar reads as a keyword.
- * To bash such a line is these commands of these very words, each with the value written (nothing in them is
- * escaped, expanded, redirected or a pattern), and the grammar reads it so too; the two readings are compared in
- * test/shell/command.test.ts.
+ * a command's first word is an unquoted name (no `=`, nor `@` or `%`, which the grammar cannot read in a name, and
+ * not starting with `:+,-`), and no unquoted word is one the grammar reads as a keyword. To bash such a line is
+ * these commands of these very words, each with the value written (nothing in them is escaped, expanded, redirected
+ * or a pattern), and the grammar reads it so too; the two readings are compared in test/shell/command.test.ts.
  */
 const PLAIN_CHARACTER = /^[A-Za-z0-9_./:@%+,=-]$/
 const PLAIN_QUOTED = /^[A-Za-z0-9_./:@%+,= -]*$/
