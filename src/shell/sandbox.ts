@@ -212,6 +212,7 @@ const workOut = (
   now: number,
 ): Fixed => {
   const home = Landlock.real(env.HOME || homedir())
+  const location = Landlock.real(policy.location)
   const expand = (paths: ReadonlyArray<string> | undefined) =>
     (paths ?? []).map((path) => Landlock.real(Home.expand(path, home, policy.location)))
   const core = homes.map(Landlock.real)
@@ -229,7 +230,7 @@ const workOut = (
   // A deny of core.json inside a tree granted for writing here (not the temp directory) is covered (see `prepare`) rather than carved out of the
   // grant, which would grant its siblings one by one and leave its folder unable to take a new file. Elsewhere, and
   // where the supervisor cannot mount, it is carved out (the command is refused it: EACCES).
-  const writable = [policy.location, ...policy.approved].map(Landlock.real).concat(allowWrite)
+  const writable = [location, ...policy.approved.map(Landlock.real)].concat(allowWrite)
   const coverable = covering ? denyRead.filter((path) => writable.some((root) => within(root, path))) : []
   const refused = [...core, ...denyRead.filter((path) => !coverable.includes(path))]
   const secret = [...refused, ...denied]
@@ -240,13 +241,13 @@ const workOut = (
   // What the user's lists, git's config and the environment name in the temp directory (a BASH_ENV kept there):
   // read, never written; the temp directory is then not granted whole either (see `prepare`).
   // (Not the home's own: read through `homeward` already, and a home there holds secrets, which keep it so anyway.)
-  const readOnlyInTemp = Toolchains.namedBeyondPath(home, env.PATH, Landlock.real(policy.location), env)
+  const readOnlyInTemp = Toolchains.namedBeyondPath(home, env.PATH, location, env)
     .filter((path) => within(system, path) && !within(home, path) && exists(path))
     .map(Landlock.real)
     .filter((path) => path !== system && within(system, path) && !within(home, path) && !secret.some((dir) => within(dir, path)))
   // Where a command may write (the system temp directory only when it is granted whole, see `prepare`).
   const temp = secret.some((dir) => within(system, dir)) || readOnlyInTemp.length > 0 ? [] : [system]
-  const untrusted = [policy.location, ...policy.approved, ...(policy.others ?? []), ...temp].map(Landlock.real).concat(allowWrite)
+  const untrusted = [location, ...[...policy.approved, ...(policy.others ?? []), ...temp].map(Landlock.real)].concat(allowWrite)
   // A home inside a system directory (/var/lib/<service>, /opt/<user>) is carved out of it: of the home, only what
   // developer tools read is granted, as anywhere else. A home that is a system directory itself cannot be.
   const enclosed = Landlock.SYSTEM_READABLE.some((root) => root !== home && within(root, home)) ? home : undefined
@@ -268,7 +269,7 @@ const workOut = (
   const byFolder = new Map<string, ReadonlyArray<string>>()
   const readOnly = [
     ...new Set(
-      Toolchains.unchangeable(home, env.PATH, Landlock.real(policy.location), env).flatMap((place) => {
+      Toolchains.unchangeable(home, env.PATH, location, env).flatMap((place) => {
         if (exists(place)) return [Landlock.real(place)]
         // The system's places that a system lacks (/lib32) are not made by a command anyway.
         if (Toolchains.SYSTEM_PLACES.includes(place)) return []
