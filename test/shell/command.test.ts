@@ -1093,6 +1093,31 @@ describe("CommandLine.parse: a line of plain words is read without the grammar, 
     ])
   })
 
+  // Lines a model might write to pass for plain words while bash reads more in them: each is read by the grammar,
+  // and reads the same as it did before the plain path existed.
+  test("what only looks plain (other blanks, look-alike characters, a quoted newline) is read by the grammar", async () => {
+    const CRAFTED = [
+      "ls\u00a0-la;rm x",
+      "ls\u200b;rm x",
+      "ls\r#$(rm x)",
+      "ls\v-la",
+      "ls -la\uff1b rm x",
+      "r\u0435m -rf x",
+      'echo "a\nrm x"',
+      "echo 'a\nb'",
+      "ls \\\nrm x",
+      "ls\\;rm x",
+      'git commit -m "a"b"',
+    ]
+    for (const line of CRAFTED) {
+      expect({ line, commands: CommandLine.plainCommands(line) }).toEqual({ line, commands: undefined })
+      expect(await parse(line)).toEqual(await Effect.runPromise(CommandLine.parse(line, true)))
+    }
+    // What bash runs in them is found (checked on its own, or the line asked about whole).
+    expect(await resources("ls\u00a0-la;rm x")).toContain("rm x")
+    expect(await resources("ls \\\nrm x")).toContain("ls rm x")
+  })
+
   test("a double-quoted word of blanks only is those blanks, as bash has it (the grammar gives it no content)", async () => {
     for (const [line, value] of [['rm " "', " "], ['rm "  "', "  "], ["rm ' '", " "], ['rm ""', ""]] as const) {
       const read = await Effect.runPromise(CommandLine.parse(line, true))
