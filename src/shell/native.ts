@@ -276,31 +276,41 @@ export const unshare = (flags: number): number => {
   return lib.unshare(flags) === 0 ? 0 : errno(lib)
 }
 
-/** This process's own PID namespace, held open to come back to after `inPidNamespace` (opened on first use). */
+/** This process's own PID namespace, held open to come back to after `spawnInPidNamespace` (opened on first use). */
 let ownPidNamespace: number | undefined
 
 /**
- * Runs `spawn` (which must start its process synchronously, as Bun.spawn does, on this thread) with this thread's
- * children going into a new PID namespace, whose first process the spawned one becomes (its pid 1); then sends
- * this thread's later children back into its own namespace. Answers what `spawn` answered and whether the new
- * namespace was had: without CAP_SYS_ADMIN, the process starts in this namespace as usual.
+ * `Bun.spawn(argv, options)` with the process started as the first process (its pid 1) of a new PID namespace:
+ * this thread's children go into a new namespace for the spawn, and back into its own right after. Answers the
+ * process and whether the new namespace was had: without CAP_SYS_ADMIN, the process starts in this namespace as usual.
+ *
+ * Between the two, this thread can start no thread: the kernel refuses one to a thread whose children's PID
+ * namespace is not its own (EINVAL), and the JavaScript engine aborts the whole process when it cannot start a
+ * thread it needs (its collector's and compilers' threads are started on demand, by the thread that needs them,
+ * and end when idle). So nothing may run there but native code: no JavaScript, nothing allocated before Bun.spawn
+ * (argv and options are made by the caller), no object made for the answer before the way back. Bun.spawn itself
+ * is left there, and it can still need a thread on rare occasions (seen under load, through strace: a thread's clone
+ * refused inside Bun.spawn, then the abort); only a spawn that runs none of the runtime there would end that.
  */
-export const inPidNamespace = <A>(spawn: () => A): { readonly value: A; readonly namespace: boolean } => {
+export const spawnInPidNamespace = <In extends Bun.SpawnOptions.Writable, Out extends Bun.SpawnOptions.Readable, Err extends Bun.SpawnOptions.Readable>(
+  argv: Array<string>,
+  options: Bun.SpawnOptions.OptionsObject<In, Out, Err>,
+): { readonly value: Bun.Subprocess<In, Out, Err>; readonly namespace: boolean } => {
   const lib = libc()
-  if (lib === null) return { value: spawn(), namespace: false }
-  if (ownPidNamespace === undefined) {
+  if (lib !== null && ownPidNamespace === undefined) {
     const fd = open("/proc/self/ns/pid", O_CLOEXEC)
-    if (fd < 0) return { value: spawn(), namespace: false }
-    ownPidNamespace = fd
+    if (fd >= 0) ownPidNamespace = fd
   }
-  if (lib.unshare(CLONE_NEWPID) !== 0) return { value: spawn(), namespace: false }
+  if (lib === null || ownPidNamespace === undefined || lib.unshare(CLONE_NEWPID) !== 0) return { value: Bun.spawn(argv, options), namespace: false }
+  let spawned: Bun.Subprocess<In, Out, Err>
   try {
-    return { value: spawn(), namespace: true }
+    spawned = Bun.spawn(argv, options)
   } finally {
-    // Back, whatever happened: otherwise every later child of this thread would join that namespace, and none
-    // could start once its first process had ended.
+    // Back, whatever happened: otherwise every later child of this thread would join that namespace (and none
+    // could start once its first process had ended), and this thread could start no thread ever again.
     if (lib.setns(ownPidNamespace, CLONE_NEWPID) !== 0) throw new Error(`setns back to core's PID namespace failed (errno ${errno(lib)})`)
   }
+  return { value: spawned, namespace: true }
 }
 
 const cString = (text: string) => ptr(Buffer.from(`${text}\0`))

@@ -344,21 +344,22 @@ const spawnSupervisor = (
   ipc: (message: Supervisor.Report) => void,
   rules?: number,
 ): Process_ => {
-  const make = () => Bun.spawn([...argv], {
+  const options = {
     // Not the workspace: from source, bun would read a bunfig.toml or .env found there.
     cwd: "/",
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
     // Core's ruleset for its ports as the supervisor's descriptor 3 (Supervisor.RULES), where there is one.
-    stdio: ["ignore", "pipe", "pipe", ...(rules === undefined ? [] : [rules])],
+    stdio: ["ignore", "pipe", "pipe", ...(rules === undefined ? [] : [rules])] as ["ignore", "pipe", "pipe", ...Array<number>],
     // Its own session: a terminal's Ctrl-C reaches core, which decides.
     detached: true,
     // JSON: an order (the whole environment) and its reports go both ways sooner than as a structured clone, which
     // costs more to write and to read (every field of an order is a string, a number or an array of them).
-    serialization: "json",
+    serialization: "json" as const,
     ipc,
-  })
-  // In a PID namespace, the supervisor is its first process: the namespace ends with it, whatever it ran.
-  return inNamespace ? Native.inPidNamespace(make).value : make()
+  }
+  // In a PID namespace, the supervisor is its first process: the namespace ends with it, whatever it ran. The
+  // arguments are made here, before the spawn: see Native.spawnInPidNamespace.
+  return inNamespace ? Native.spawnInPidNamespace([...argv], options).value : Bun.spawn([...argv], options)
 }
 
 /**

@@ -26,7 +26,7 @@ export const LAUNCH = "__supervise"
 export const ISOLATE = Starter.ISOLATE
 /**
  * An argument after core's pid: the supervisor was started as the first process of a PID namespace of its own
- * (core did that, Native.inPidNamespace), and mounts a /proc of that namespace for its command.
+ * (core did that, Native.spawnInPidNamespace), and mounts a /proc of that namespace for its command.
  */
 export const PID = Starter.PID
 /** An argument after core's pid, `deny=PORT,PORT`: core's own TCP ports, which the command may not connect to. */
