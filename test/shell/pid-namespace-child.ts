@@ -3,7 +3,8 @@
 // collections and compilations, and the threads it starts for them on demand, fall among the spawns. Then a spawn
 // that fails (no such program). Prints, as one JSON line, how many processes started in a namespace of their own as
 // its first process, whether the failed spawn threw, and that a thread and a full collection can still be had. An
-// abort of the runtime (a thread it could not start) ends it before that line.
+// abort of the runtime (a thread it could not start) ends it before that line. 300 spawns: fewer than Bun.spawn alone
+// needs to abort in such a loop (see Native.spawnInPidNamespace), more than core's own work there needed.
 
 import { readlinkSync } from "node:fs"
 import { Native } from "../../src/shell/native"
