@@ -279,6 +279,20 @@ export const unshare = (flags: number): number => {
 /** This process's own PID namespace, held open to come back to after `spawnInPidNamespace` (opened on first use). */
 let ownPidNamespace: number | undefined
 
+/** Where `settleCollector` puts what it allocates: kept out of reach of the compiler's removal of unused objects. */
+const made: Array<unknown> = []
+
+/**
+ * Leaves the engine's collector with nothing to do for a while: a collection run now to its end, then a few dozen
+ * kilobytes allocated, at whose first allocations the engine finishes that collection on this thread (which can start
+ * threads). What is allocated next is far inside the fresh budget: no collection starts or ends in it.
+ */
+const settleCollector = (): void => {
+  Bun.gc(false)
+  for (let index = 0; index < 1_000; index++) made.push({ index })
+  made.length = 0
+}
+
 /**
  * `Bun.spawn(argv, options)` with the process started as the first process (its pid 1) of a new PID namespace:
  * this thread's children go into a new namespace for the spawn, and back into its own right after. Answers the
@@ -286,15 +300,13 @@ let ownPidNamespace: number | undefined
  *
  * Between the two, this thread can start no thread: the kernel refuses one to a thread whose children's PID
  * namespace is not its own (EINVAL), and the JavaScript engine aborts the whole process when it cannot start a
- * thread it needs (its collector's and compilers' threads are started on demand, by the thread that needs them,
- * and end when idle). So nothing may run there but native code: no JavaScript, nothing allocated before Bun.spawn
- * (argv and options are made by the caller), no object made for the answer before the way back.
- *
- * A known fault remains: Bun.spawn itself still runs the engine there (it allocates), so a collection or compilation
- * can still fall inside it. A fresh process spawning in a loop aborts after some 700-850 such spawns (none once a
- * thousand spawns outside the namespace have warmed the engine up, none with the JIT off); core's attack tests, about
- * one process in thirty. Only a spawn that runs none of the engine there (posix_spawn through FFI, with pipes, a
- * channel and reaping of core's own) ends it; a window of FFI calls alone ran 200,000 times without one.
+ * thread it needs. It starts some on demand, from the thread that needs them, among them when a collection ends: the
+ * first allocation after one finishes it on this thread (with the JIT off, no thread was started there). Bun.spawn
+ * allocates, so a collection ending while the namespace was switched ended core (`panic: abort() called`: in core's
+ * attack tests about one young process in fifty; in a process spawning in a loop, every time, within 700-850 spawns;
+ * a collection forced just before, every time at once). So the collector is settled first (`settleCollector`), nothing
+ * of core's runs there but the spawn (argv and options are made by the caller, the answer after the way back), and
+ * what Bun.spawn allocates there is far inside the fresh budget.
  */
 export const spawnInPidNamespace = <In extends Bun.SpawnOptions.Writable, Out extends Bun.SpawnOptions.Readable, Err extends Bun.SpawnOptions.Readable>(
   argv: Array<string>,
@@ -305,7 +317,9 @@ export const spawnInPidNamespace = <In extends Bun.SpawnOptions.Writable, Out ex
     const fd = open("/proc/self/ns/pid", O_CLOEXEC)
     if (fd >= 0) ownPidNamespace = fd
   }
-  if (lib === null || ownPidNamespace === undefined || lib.unshare(CLONE_NEWPID) !== 0) return { value: Bun.spawn(argv, options), namespace: false }
+  if (lib === null || ownPidNamespace === undefined) return { value: Bun.spawn(argv, options), namespace: false }
+  settleCollector()
+  if (lib.unshare(CLONE_NEWPID) !== 0) return { value: Bun.spawn(argv, options), namespace: false }
   let spawned: Bun.Subprocess<In, Out, Err>
   try {
     spawned = Bun.spawn(argv, options)
