@@ -4,13 +4,15 @@
 // and what was undone as one JSON line.
 
 import * as Effect from "effect/Effect"
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Shell } from "../../src/shell/shell"
 
 const [location, granted, guards, command] = process.argv.slice(2)
 const scratch = mkdtempSync(join(tmpdir(), "core-peer-"))
+// Removed as this process exits, when nothing of its own writes there any more.
+process.on("exit", () => rmSync(scratch, { recursive: true, force: true }))
 const shell = Shell.make({ allowWrite: [granted!] }, { records: join(scratch, "runs"), keeping: join(scratch, "undone"), guards: guards! })
 const result = await Effect.runPromise(
   shell.run({
