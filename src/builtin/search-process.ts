@@ -3,11 +3,13 @@ export * as SearchProcess from "./search-process"
 // Starting rg and streaming what it prints, for ./ripgrep. Where the kernel has Landlock and the caller names the
 // directory it checked (`root`), rg is spawned from a thread of core (a worker) that has restricted itself, with
 // Landlock, to reading beneath that directory (and the few files rg needs besides): Landlock restricts the thread
-// that applies it and every process it spawns afterwards, never the rest of core. The directory is held open by
+// that applies it and every thread and process it starts afterwards, never the rest of core (so that thread starts
+// no thread that works for core: see the worker's code below). The directory is held open by
 // core and proved to be the one checked (device and inode, reached with no symlink: ../shell/confine), and the
 // rules are made from that descriptor, so no path is looked up after the proof. A confined thread is kept for its
 // directory and reused while the directory and every file it grants are the same ones (device and inode, which
-// the held descriptors keep from being reused): a repeated search then costs little more than spawning rg. A
+// the held descriptors keep from being reused): a repeated search then costs little more than spawning rg. It
+// runs one search at a time; a search asked for while it is busy gets a thread of its own, which is kept instead. A
 // thread that cannot confine itself runs nothing. Without Landlock, or without a root, rg is spawned directly.
 // Either way rg is killed on cancel, on timeout and by core's forced exit. It starts nothing, so it needs no
 // process group or session of its own; it stays in core's, so the scheduler counts it as core's work (a session
@@ -73,11 +75,25 @@ const CONFINED: Landlock.Grants = { read: [], write: [], devices: ["/dev/null"] 
 // The worker's code: self-contained (it runs from a blob in the compiled binary too), so it imports only bun:ffi.
 // It restricts its own thread with the ruleset core made (no_new_privs, then landlock_restrict_self) and refuses
 // to run anything unless that succeeded; then it spawns what it is told and streams back what it prints.
+//
+// A confined thread must start no thread that works for the rest of core: a thread inherits the Landlock domain
+// of the thread that starts it, and the runtime starts the threads of its shared I/O pool from whichever thread
+// first needs one. A subprocess whose output is read through the runtime's pipes needs one (measured: a piped
+// spawn from a fresh confined thread starts two), after which core's own asynchronous file operations (keeping a
+// managed output, say) ran confined and failed with EACCES. So the worker hands rg pipes it made itself and reads
+// them with poll and read through bun:ffi, on its own thread, which it may block: it runs one search at a time (a
+// search asked for while one runs gets another thread) and checks between polls whether core asked it to stop.
 export const SOURCE = `
-import { dlopen } from "bun:ffi"
+import { dlopen, ptr } from "bun:ffi"
 const SYMBOLS = {
   prctl: { args: ["i32", "u64", "u64", "u64", "u64"], returns: "i32" },
   syscall: { args: ["i64", "i64", "i64", "i64", "i64"], returns: "i64" },
+  pipe2: { args: ["ptr", "i32"], returns: "i32" },
+  poll: { args: ["ptr", "u64", "i32"], returns: "i32" },
+  read: { args: ["i32", "ptr", "u64"], returns: "i64" },
+  write: { args: ["i32", "ptr", "u64"], returns: "i64" },
+  close: { args: ["i32"], returns: "i32" },
+  fcntl: { args: ["i32", "i32", "i32"], returns: "i32" },
 }
 const libc = () => {
   for (const name of ["libc.so.6", "libc.so"]) {
@@ -85,41 +101,75 @@ const libc = () => {
   }
   return undefined
 }
+const lib = libc()
 let confined = false
-const children = new Map()
+// Core asks a run to stop by writing its id here (a run checks it between polls, at least every BATCH_MS).
+let stopping
 // What rg prints is handed on in batches of up to BATCH_BYTES, one message each rather than one per read of the
 // pipe (a file's matches each), which costs the receiving thread more than the bytes themselves; a batch is handed
-// on at the first read that finds it BATCH_MS old, so core reads it (and stats the files it names) while rg is
+// on at the first poll that finds it BATCH_MS old, so core reads it (and stats the files it names) while rg is
 // still searching.
 const BATCH_BYTES = 1 << 18
 const BATCH_MS = 20
-const confine = (ruleset) => {
-  const lib = libc()
+const O_CLOEXEC = 0o2000000
+const O_NONBLOCK = 0o4000
+const F_SETFL = 4
+const POLLIN = 1
+const POLLOUT = 4
+const confine = (ruleset, stop) => {
   if (lib === undefined) return "libc could not be opened"
   if (lib.prctl(38, 1, 0, 0, 0) !== 0) return "prctl(PR_SET_NO_NEW_PRIVS) failed"
   if (Number(lib.syscall(446, ruleset, 0, 0, 0)) !== 0) return "landlock_restrict_self failed"
+  stopping = new Int32Array(stop)
   confined = true
   return undefined
 }
+/** A pipe of descriptors closed at exec (the child gets its end as 0, 1 or 2, which stays open), or undefined. */
+const pipe = () => {
+  const ends = new Int32Array(2)
+  return lib.pipe2(ptr(ends), O_CLOEXEC) === 0 ? [ends[0], ends[1]] : undefined
+}
+const closeAll = (fds) => {
+  for (const fd of fds) if (fd !== undefined && fd >= 0) lib.close(fd)
+}
 const run = async ({ id, argv, cwd, stdin, stderrBytes }) => {
   if (!confined) return postMessage({ kind: "failed", id, message: "the search thread is not confined" })
+  const out = pipe()
+  const err = pipe()
+  const input = stdin === undefined ? undefined : pipe()
+  if (out === undefined || err === undefined || (stdin !== undefined && input === undefined)) {
+    closeAll([...(out ?? []), ...(err ?? []), ...(input ?? [])])
+    return postMessage({ kind: "failed", id, message: "pipe2 failed" })
+  }
   let child
   try {
-    child = Bun.spawn(argv, { cwd, stdin: stdin === undefined ? "ignore" : Buffer.from(stdin), stdout: "pipe", stderr: "pipe" })
+    child = Bun.spawn(argv, { cwd, stdin: input === undefined ? "ignore" : input[0], stdout: out[1], stderr: err[1] })
   } catch (cause) {
+    closeAll([...out, ...err, ...(input ?? [])])
     return postMessage({ kind: "failed", id, message: String(cause && cause.message || cause) })
   }
-  children.set(id, child)
+  // rg holds its own copies now: its ends are closed here, so the pipes end when rg does.
+  closeAll([out[1], err[1], input === undefined ? undefined : input[0]])
   postMessage({ kind: "started", id, pid: child.pid })
-  const errors = (async () => {
-    const kept = []
-    let size = 0
-    for await (const chunk of child.stderr) {
-      if (size < stderrBytes) kept.push(chunk.subarray(0, stderrBytes - size))
-      size += chunk.length
-    }
-    return Buffer.concat(kept).toString()
-  })()
+  // The rules are written as rg takes them (its end of the pipe stays blocking, this one does not).
+  const data = input === undefined ? undefined : Buffer.from(stdin)
+  let written = 0
+  let inFd = input === undefined ? -1 : input[1]
+  if (inFd >= 0 && data.length === 0) {
+    lib.close(inFd)
+    inFd = -1
+  } else if (inFd >= 0 && lib.fcntl(inFd, F_SETFL, O_NONBLOCK) !== 0) {
+    // rg must not run without the rules it was given.
+    child.kill("SIGKILL")
+    closeAll([inFd, out[0], err[0]])
+    await child.exited
+    return postMessage({ kind: "failed", id, message: "fcntl(O_NONBLOCK) failed" })
+  }
+  let outFd = out[0]
+  let errFd = err[0]
+  const kept = []
+  let keptBytes = 0
+  const scratch = new Uint8Array(1 << 16)
   let batch
   let filled = 0
   let posted = performance.now()
@@ -136,28 +186,70 @@ const run = async ({ id, argv, cwd, stdin, stderrBytes }) => {
     filled = 0
     posted = performance.now()
   }
-  for await (const chunk of child.stdout) {
-    if (filled + chunk.length > BATCH_BYTES) flush()
-    if (chunk.length >= BATCH_BYTES) {
-      const own = chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength ? chunk : chunk.slice()
-      postMessage({ kind: "data", id, chunk: own }, [own.buffer])
-      continue
+  const polled = new ArrayBuffer(24)
+  const fds = new Int32Array(polled)
+  const events = new Int16Array(polled)
+  let killed = false
+  while (outFd >= 0 || errFd >= 0) {
+    if (!killed && Atomics.load(stopping, 0) === id) {
+      killed = true
+      child.kill("SIGKILL")
     }
-    batch ??= new Uint8Array(BATCH_BYTES)
-    batch.set(chunk, filled)
-    filled += chunk.length
+    const watched = []
+    for (const [fd, wanted] of [[outFd, POLLIN], [errFd, POLLIN], [inFd, POLLOUT]]) {
+      if (fd < 0) continue
+      const at = watched.length
+      fds[at * 2] = fd
+      events[at * 4 + 2] = wanted
+      events[at * 4 + 3] = 0
+      watched.push(fd)
+    }
+    // A signal ends a poll early (-1): the loop polls again.
+    lib.poll(ptr(polled), watched.length, BATCH_MS)
+    for (let at = 0; at < watched.length; at++) {
+      const fd = watched[at]
+      if (events[at * 4 + 3] === 0) continue
+      if (fd === outFd) {
+        batch ??= new Uint8Array(BATCH_BYTES)
+        const count = Number(lib.read(fd, ptr(batch, filled), BATCH_BYTES - filled))
+        if (count <= 0) {
+          lib.close(fd)
+          outFd = -1
+        } else {
+          filled += count
+          if (filled === BATCH_BYTES) flush()
+        }
+      } else if (fd === errFd) {
+        const count = Number(lib.read(fd, ptr(scratch), scratch.length))
+        if (count <= 0) {
+          lib.close(fd)
+          errFd = -1
+        } else if (keptBytes < stderrBytes) {
+          const piece = scratch.slice(0, Math.min(count, stderrBytes - keptBytes))
+          kept.push(piece)
+          keptBytes += piece.length
+        }
+      } else {
+        // Ready to take more, or rg closed its end (it will not read the rest): written, or given up.
+        const count = Number(lib.write(fd, ptr(data, written), data.length - written))
+        if (count > 0) written += count
+        if (count <= 0 || written === data.length) {
+          lib.close(fd)
+          inFd = -1
+        }
+      }
+    }
     if (performance.now() - posted >= BATCH_MS) flush()
   }
+  if (inFd >= 0) lib.close(inFd)
   flush()
   await child.exited
-  children.delete(id)
-  postMessage({ kind: "ended", id, exitCode: child.exitCode, signal: child.signalCode, stderr: await errors })
+  postMessage({ kind: "ended", id, exitCode: child.exitCode, signal: child.signalCode, stderr: Buffer.concat(kept).toString() })
 }
 onmessage = (event) => {
   const order = event.data
-  if (order.kind === "confine") postMessage({ kind: "confined", failed: confine(order.ruleset) })
+  if (order.kind === "confine") postMessage({ kind: "confined", failed: confine(order.ruleset, order.stop) })
   else if (order.kind === "run") void run(order)
-  else if (order.kind === "stop") children.get(order.id)?.kill("SIGKILL")
 }
 `
 
@@ -189,6 +281,10 @@ interface Thread {
   readonly files: ReadonlyMap<string, string>
   readonly held: Confine.Held
   readonly runs: Map<number, Listener>
+  /** Where a run's id is written to stop it (the thread reads it between polls). */
+  readonly stop: Int32Array
+  /** Given to a search (running it, or about to): a thread runs one search at a time. */
+  busy: boolean
   idle: ReturnType<typeof setTimeout> | undefined
   used: number
   gone: boolean
@@ -241,10 +337,12 @@ const threadFor = async (root: string, cwd: string, files: ReadonlyArray<string>
   if (
     kept !== undefined &&
     !kept.gone &&
+    !kept.busy &&
     kept.directory === directory &&
     kept.files.size === wanted.size &&
     [...wanted].every(([file, id]) => kept.files.get(file) === id)
   ) {
+    kept.busy = true
     return kept
   }
   const held = Confine.hold({ directory: { path: root, dev: String(stat.dev), ino: String(stat.ino) }, files: [...wanted.keys()] })
@@ -256,7 +354,21 @@ const threadFor = async (root: string, cwd: string, files: ReadonlyArray<string>
   }
   source ??= URL.createObjectURL(new Blob([SOURCE], { type: "application/javascript" }))
   const worker = new Worker(source)
-  const thread: Thread = { worker, root, directory, files: wanted, held, runs: new Map(), idle: undefined, used: 0, gone: false }
+  const stop = new Int32Array(new SharedArrayBuffer(4))
+  stop[0] = -1
+  const thread: Thread = {
+    worker,
+    root,
+    directory,
+    files: wanted,
+    held,
+    runs: new Map(),
+    stop,
+    busy: true,
+    idle: undefined,
+    used: 0,
+    gone: false,
+  }
   let confined: (failed: string | undefined) => void = () => {}
   const ready = new Promise<string | undefined>((resolve) => (confined = resolve))
   worker.onmessage = (event: MessageEvent<Report>) => {
@@ -270,7 +382,7 @@ const threadFor = async (root: string, cwd: string, files: ReadonlyArray<string>
   }
   worker.onerror = (event) => lose(`the search thread failed: ${event.message}`)
   worker.addEventListener("close", () => lose("the search thread ended"))
-  worker.postMessage({ kind: "confine", ruleset: made.fd })
+  worker.postMessage({ kind: "confine", ruleset: made.fd, stop: stop.buffer })
   let failed: string | undefined
   try {
     failed = await ready
@@ -302,7 +414,6 @@ const inThread = async (spawn: Spawn, root: string): Promise<Running> => {
   thread.worker.ref()
   const id = nextId++
   let pid: number | undefined
-  let stopping = false
   let finish: (ended: Ended) => void = () => {}
   let fail: (cause: Error) => void = () => {}
   const ended = new Promise<Ended>((resolve, reject) => {
@@ -311,6 +422,7 @@ const inThread = async (spawn: Spawn, root: string): Promise<Running> => {
   })
   const done = () => {
     thread.runs.delete(id)
+    thread.busy = false
     rest(thread)
   }
   thread.runs.set(id, {
@@ -318,7 +430,6 @@ const inThread = async (spawn: Spawn, root: string): Promise<Running> => {
       if (report.kind === "started") {
         pid = report.pid
         ProcessGroup.trackProcess(pid)
-        if (stopping) thread.worker.postMessage({ kind: "stop", id })
       } else if (report.kind === "data") spawn.onData(report.chunk)
       else if (report.kind === "failed") {
         done()
@@ -352,12 +463,9 @@ const inThread = async (spawn: Spawn, root: string): Promise<Running> => {
   })
   return {
     ended,
-    stop: () => {
-      if (stopping) return
-      stopping = true
-      // The thread kills it: it alone knows whether rg has been reaped (and its pid could be another's).
-      if (pid !== undefined) thread.worker.postMessage({ kind: "stop", id })
-    },
+    // The thread kills it (at once if it has not started it yet): it alone knows whether rg has been reaped (and
+    // its pid could be another's).
+    stop: () => Atomics.store(thread.stop, 0, id),
   }
 }
 

@@ -8,6 +8,7 @@ import { open } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect, Fiber } from "effect"
 import { Ripgrep } from "../../src/builtin/ripgrep"
+import { SearchProcess } from "../../src/builtin/search-process"
 import { ProcessGroup } from "../../src/shell/process-group"
 import { Landlock } from "../../src/shell/landlock"
 import { exec, sandbox, settlementOf } from "../cli/fixture"
@@ -302,6 +303,48 @@ describe.skipIf(!landlock)("Ripgrep.run confined to its root", () => {
       }),
     )
     expect(alive(rg)).toBe(false)
+  })
+
+  test("a confined search stopped as soon as it is started (before its thread has started rg) ends, rg killed", async () => {
+    const root = realpathSync(tempDir())
+    const fifo = join(root, "pipe")
+    // rg waits on the pipe (no writer) until it is killed.
+    expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0)
+    const running = await SearchProcess.start({
+      argv: [await Effect.runPromise(Ripgrep.executable), "--no-config", "-e", "needle", "--", "./pipe"],
+      cwd: root,
+      root,
+      files: [await Effect.runPromise(Ripgrep.executable)],
+      onData: () => {},
+      timeoutMs: 60_000,
+    })
+    running.stop()
+    const ended = await running.ended
+    expect(ended).toMatchObject({ kind: "ended", signal: "SIGKILL" })
+  })
+
+  test("a search in a directory where another is still running runs beside it, not after it", async () => {
+    const root = realpathSync(tempDir())
+    const fifo = join(root, "pipe")
+    expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0)
+    writeFileSync(join(root, "a.txt"), "needle\n")
+    const { beside, first } = await Effect.runPromise(
+      Effect.gen(function* () {
+        // The first search waits on the pipe (its thread busy with it) until the writer closes.
+        const fiber = yield* Effect.forkChild(
+          Ripgrep.run({ args: ["--no-config", "-e", "needle", "--", "./pipe"], cwd: root, root, onData: () => {} }),
+        )
+        const writer = yield* Effect.promise(() => open(fifo, "w"))
+        searching("./pipe")
+        const beside = yield* Effect.promise(() => files(root, { root }))
+        // Still waiting on the pipe when the second one was answered.
+        expect(alive(searching("./pipe"))).toBe(true)
+        yield* Effect.promise(() => writer.close())
+        return { beside, first: yield* Fiber.join(fiber) }
+      }),
+    )
+    expect(beside.seen).toEqual(["./a.txt"])
+    expect(first.code).toBe(1)
   })
 
   test("rg killed from outside mid-search is reported, and the next search in that directory runs", async () => {
