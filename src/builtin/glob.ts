@@ -3,7 +3,8 @@ export * as Glob from "./glob"
 // The glob built-in: the files whose paths match a glob, newest first, found by ripgrep (so .gitignore is
 // honoured, hidden files are included and .git is never entered). Only the files that match are stat'ed. It
 // answers the newest `limit` of them and how many matched in all, so the model narrows its search rather than
-// reading thousands of paths; bounding what is left is still the settlement's job (DESIGN §2 law 10).
+// reading thousands of paths; bounding what is left is still the settlement's job (DESIGN §2 law 10). Only the
+// newest `limit` are held while rg streams, so a tree of millions of files costs memory for the limit alone.
 
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -114,7 +115,8 @@ const makeTool = (services: Builtin.Services) =>
           leaveOut: "search the project",
           instead: "glob searches a directory: give its parent, or read the file.",
         })
-        const found: Array<Found> = []
+        const newest = new SearchTool.Newest<Found>(input.limit ?? DEFAULT_LIMIT)
+        let total = 0
         const denied = Builtin.hidden(services, context.agent, resolved.real)
         let hidden = 0
         // rg walks the directory as checked, held open; the "./" paths it prints are put back under the real path.
@@ -138,29 +140,29 @@ const makeTool = (services: Builtin.Services) =>
               hidden++
               return
             }
-            found.push({ path: text, utf8: decoded.utf8, modified: times.of(printed, decoded.utf8 ? text : Buffer.from(absolute(printed))) })
+            total++
+            newest.offer({ path: text, utf8: decoded.utf8, modified: times.of(printed, decoded.utf8 ? text : Buffer.from(absolute(printed))) })
           }),
         })
         const { problems, selectError } = outcome
         if (selectError !== undefined) return yield* SearchTool.invalidGlob("glob", input.pattern, selectError)
-        if (SearchTool.failed(outcome, found.length)) {
+        if (SearchTool.failed(outcome, total)) {
           return yield* new Tool.Failure({ message: `ripgrep could not search ${shown}:\n${problems.join("\n")}` })
         }
-        found.sort(SearchTool.newerFirst)
         // rg prints every path as the directory it was given followed by the rest, so the directory's shown form
         // is worked out once rather than per file (which costs more than the search itself for many files).
         const under = `${base}/`
         const shownBase = shown === "." ? "" : shown.endsWith("/") ? shown : `${shown}/`
         const display = (path: string) =>
           path.startsWith(under) ? shownBase + path.slice(under.length) : Builtin.display(services.directory, path)
-        const kept = found.slice(0, input.limit ?? DEFAULT_LIMIT)
+        const kept = newest.sorted()
         const files = kept.map((file) => display(file.path))
         const notUtf8 = kept.filter((file) => !file.utf8).map((file) => display(file.path))
         const output: Output = {
           pattern: input.pattern,
           path: shown,
           files,
-          total: found.length,
+          total,
           ...(hidden === 0 ? {} : { hidden }),
           ...(notUtf8.length === 0 ? {} : { notUtf8 }),
           ...(problems.length === 0 ? {} : { problems }),

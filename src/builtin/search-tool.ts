@@ -39,6 +39,49 @@ interface Dated {
 export const newerFirst = (a: Dated, b: Dated): number =>
   b.modified - a.modified || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)
 
+/**
+ * The `limit` newest (by `newerFirst`) of what is offered, held in a heap whose root is the oldest kept: memory stays
+ * bounded by the limit however many are offered (a tree a model made may hold millions of files), and each costs
+ * at most a few comparisons, in whatever order the files come.
+ */
+export class Newest<A extends Dated> {
+  private readonly heap: Array<A> = []
+  constructor(private readonly limit: number) {}
+
+  offer(item: A): void {
+    const heap = this.heap
+    if (heap.length < this.limit) {
+      heap.push(item)
+      let at = heap.length - 1
+      while (at > 0) {
+        const parent = (at - 1) >> 1
+        if (newerFirst(heap[at]!, heap[parent]!) <= 0) break
+        ;[heap[at], heap[parent]] = [heap[parent]!, heap[at]!]
+        at = parent
+      }
+      return
+    }
+    // No newer than the oldest kept: left out.
+    if (heap.length === 0 || newerFirst(item, heap[0]!) >= 0) return
+    heap[0] = item
+    let at = 0
+    for (;;) {
+      const left = 2 * at + 1
+      if (left >= heap.length) break
+      const right = left + 1
+      const older = right < heap.length && newerFirst(heap[right]!, heap[left]!) > 0 ? right : left
+      if (newerFirst(heap[older]!, heap[at]!) <= 0) break
+      ;[heap[at], heap[older]] = [heap[older]!, heap[at]!]
+      at = older
+    }
+  }
+
+  /** What is kept, newest first. */
+  sorted(): Array<A> {
+    return [...this.heap].sort(newerFirst)
+  }
+}
+
 /** A file's modification time; 0 for one that vanished since rg listed it. */
 const modifiedTime = (path: string | Buffer): number => {
   try {

@@ -90,3 +90,43 @@ describe("SearchTool.modifiedTimes", () => {
     await held.close()
   })
 })
+
+describe("SearchTool.Newest", () => {
+  /** A deterministic pseudo-random sequence (xorshift), so a failure can be replayed. */
+  const random = (seed: number) => () => {
+    seed ^= seed << 13
+    seed ^= seed >>> 17
+    seed ^= seed << 5
+    return (seed >>> 0) / 2 ** 32
+  }
+
+  test("keeps exactly the newest `limit`, newest first, as sorting all and cutting would: in any order, with ties", () => {
+    const next = random(7)
+    const orders = {
+      random: (items: Array<{ path: string; modified: number }>) => items.sort(() => next() - 0.5),
+      oldestFirst: (items: Array<{ path: string; modified: number }>) => items.sort((a, b) => -SearchTool.newerFirst(a, b)),
+      newestFirst: (items: Array<{ path: string; modified: number }>) => items.sort(SearchTool.newerFirst),
+    }
+    for (const count of [0, 1, 2, 7, 100, 2_000]) {
+      for (const limit of [1, 2, 3, 50, 2_000, 5_000]) {
+        for (const [name, order] of Object.entries(orders)) {
+          // Few distinct times, so many ties are broken by path.
+          const items = Array.from({ length: count }, (_, index) => ({ path: `f${index}`, modified: Math.floor(next() * 20) }))
+          const expected = [...items].sort(SearchTool.newerFirst).slice(0, limit)
+          const newest = new SearchTool.Newest<(typeof items)[number]>(limit)
+          for (const item of order(items)) newest.offer(item)
+          expect({ name, count, limit, kept: newest.sorted() }).toEqual({ name, count, limit, kept: expected })
+        }
+      }
+    }
+  })
+
+  test("holds no more than the limit while far more are offered", () => {
+    const newest = new SearchTool.Newest<{ path: string; modified: number }>(10)
+    // Each newer than every one before: each must replace the oldest kept.
+    for (let index = 0; index < 100_000; index++) newest.offer({ path: `f${index}`, modified: index })
+    const kept = newest.sorted()
+    expect(kept.length).toBe(10)
+    expect(kept.map((item) => item.modified)).toEqual(Array.from({ length: 10 }, (_, index) => 99_999 - index))
+  })
+})
