@@ -4,7 +4,7 @@ export * as Glob from "./glob"
 // honoured, hidden files are included and .git is never entered). Only the files that match are stat'ed. It
 // answers the newest `limit` of them and how many matched in all, so the model narrows its search rather than
 // reading thousands of paths; bounding what is left is still the settlement's job (DESIGN §2 law 10). Only the
-// newest `limit` are held while rg streams, so a tree of millions of files costs memory for the limit alone.
+// newest `limit` are held while rg streams, so what glob keeps is bounded by the limit however large the tree.
 
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"

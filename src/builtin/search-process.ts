@@ -83,6 +83,8 @@ const CONFINED: Landlock.Grants = { read: [], write: [], devices: ["/dev/null"] 
 // managed output, say) ran confined and failed with EACCES. So the worker hands rg pipes it made itself and reads
 // them with poll and read through bun:ffi, on its own thread, which it may block: it runs one search at a time (a
 // search asked for while one runs gets another thread) and checks between polls whether core asked it to stop.
+// It hands on at most IN_FLIGHT batches core has not taken in (core counts them in memory they share, after a turn
+// of its event loop): rg's output waits in its pipe meanwhile, and rg with it.
 export const SOURCE = `
 import { dlopen, ptr } from "bun:ffi"
 const SYMBOLS = {
@@ -103,14 +105,21 @@ const libc = () => {
 }
 const lib = libc()
 let confined = false
-// Core asks a run to stop by writing its id here (a run checks it between polls, at least every BATCH_MS).
-let stopping
+// Shared with core: [STOP] a run's id when core asks it to stop (checked between polls, at least every BATCH_MS);
+// [USED] how many batches core has taken in (it adds one after handing each on, and wakes this thread).
+let shared
+const STOP = 0
+const USED = 1
 // What rg prints is handed on in batches of up to BATCH_BYTES, one message each rather than one per read of the
 // pipe (a file's matches each), which costs the receiving thread more than the bytes themselves; a batch is handed
 // on at the first poll that finds it BATCH_MS old, so core reads it (and stats the files it names) while rg is
 // still searching.
 const BATCH_BYTES = 1 << 18
 const BATCH_MS = 20
+// Batches handed on that core has not taken in yet, at most: past that rg's output is left in its pipe, so rg waits
+// for core (memory stays bounded by this, not by what rg prints) and core's thread gets turns between batches (its
+// timers, other calls, a cancel) rather than a queue of them all at once.
+const IN_FLIGHT = 2
 const O_CLOEXEC = 0o2000000
 const O_NONBLOCK = 0o4000
 const F_SETFL = 4
@@ -120,7 +129,7 @@ const confine = (ruleset, stop) => {
   if (lib === undefined) return "libc could not be opened"
   if (lib.prctl(38, 1, 0, 0, 0) !== 0) return "prctl(PR_SET_NO_NEW_PRIVS) failed"
   if (Number(lib.syscall(446, ruleset, 0, 0, 0)) !== 0) return "landlock_restrict_self failed"
-  stopping = new Int32Array(stop)
+  shared = new Int32Array(stop)
   confined = true
   return undefined
 }
@@ -173,8 +182,12 @@ const run = async ({ id, argv, cwd, stdin, stderrBytes }) => {
   let batch
   let filled = 0
   let posted = performance.now()
+  // Batches handed on, and core's count of those it took in when this run began.
+  let handed = 0
+  const taken = Atomics.load(shared, USED)
   const flush = () => {
     if (filled === 0) return
+    handed++
     // A small batch is copied out and its buffer kept for the next (a fresh large buffer costs more than the copy).
     if (filled <= BATCH_BYTES / 4) {
       const own = batch.slice(0, filled)
@@ -191,21 +204,25 @@ const run = async ({ id, argv, cwd, stdin, stderrBytes }) => {
   const events = new Int16Array(polled)
   let killed = false
   while (outFd >= 0 || errFd >= 0) {
-    if (!killed && Atomics.load(stopping, 0) === id) {
+    if (!killed && Atomics.load(shared, STOP) === id) {
       killed = true
       child.kill("SIGKILL")
     }
+    // Core behind (and not stopping it): rg's output waits in its pipe until core takes a batch in, or BATCH_MS.
+    const used = Atomics.load(shared, USED)
+    const behind = !killed && ((handed - (used - taken)) | 0) >= IN_FLIGHT
+    if (behind) Atomics.wait(shared, USED, used, BATCH_MS)
     const watched = []
     for (const [fd, wanted] of [[outFd, POLLIN], [errFd, POLLIN], [inFd, POLLOUT]]) {
-      if (fd < 0) continue
+      if (fd < 0 || (behind && fd === outFd)) continue
       const at = watched.length
       fds[at * 2] = fd
       events[at * 4 + 2] = wanted
       events[at * 4 + 3] = 0
       watched.push(fd)
     }
-    // A signal ends a poll early (-1): the loop polls again.
-    lib.poll(ptr(polled), watched.length, BATCH_MS)
+    // A signal ends a poll early (-1): the loop polls again. Behind, the wait above was the pause.
+    lib.poll(ptr(polled), watched.length, behind ? 0 : BATCH_MS)
     for (let at = 0; at < watched.length; at++) {
       const fd = watched[at]
       if (events[at * 4 + 3] === 0) continue
@@ -239,7 +256,7 @@ const run = async ({ id, argv, cwd, stdin, stderrBytes }) => {
         }
       }
     }
-    if (performance.now() - posted >= BATCH_MS) flush()
+    if (!behind && performance.now() - posted >= BATCH_MS) flush()
   }
   if (inFd >= 0) lib.close(inFd)
   flush()
@@ -281,8 +298,11 @@ interface Thread {
   readonly files: ReadonlyMap<string, string>
   readonly held: Confine.Held
   readonly runs: Map<number, Listener>
-  /** Where a run's id is written to stop it (the thread reads it between polls). */
-  readonly stop: Int32Array
+  /**
+   * Memory shared with the thread: [0] a run's id, written to stop it (the thread reads it between polls); [1] how
+   * many batches of output this side has taken in (the thread lets at most a few wait).
+   */
+  readonly shared: Int32Array
   /** Given to a search (running it, or about to): a thread runs one search at a time. */
   busy: boolean
   idle: ReturnType<typeof setTimeout> | undefined
@@ -354,8 +374,8 @@ const threadFor = async (root: string, cwd: string, files: ReadonlyArray<string>
   }
   source ??= URL.createObjectURL(new Blob([SOURCE], { type: "application/javascript" }))
   const worker = new Worker(source)
-  const stop = new Int32Array(new SharedArrayBuffer(4))
-  stop[0] = -1
+  const shared = new Int32Array(new SharedArrayBuffer(8))
+  shared[0] = -1
   const thread: Thread = {
     worker,
     root,
@@ -363,7 +383,7 @@ const threadFor = async (root: string, cwd: string, files: ReadonlyArray<string>
     files: wanted,
     held,
     runs: new Map(),
-    stop,
+    shared,
     busy: true,
     idle: undefined,
     used: 0,
@@ -382,7 +402,7 @@ const threadFor = async (root: string, cwd: string, files: ReadonlyArray<string>
   }
   worker.onerror = (event) => lose(`the search thread failed: ${event.message}`)
   worker.addEventListener("close", () => lose("the search thread ended"))
-  worker.postMessage({ kind: "confine", ruleset: made.fd, stop: stop.buffer })
+  worker.postMessage({ kind: "confine", ruleset: made.fd, stop: shared.buffer })
   let failed: string | undefined
   try {
     failed = await ready
@@ -430,7 +450,15 @@ const inThread = async (spawn: Spawn, root: string): Promise<Running> => {
       if (report.kind === "started") {
         pid = report.pid
         ProcessGroup.trackProcess(pid)
-      } else if (report.kind === "data") spawn.onData(report.chunk)
+      } else if (report.kind === "data") {
+        spawn.onData(report.chunk)
+        // Taken in: the thread may hand on the next once this thread has had its turn of the event loop (timers,
+        // other calls, a cancel), which messages arriving one after another would otherwise keep waiting.
+        setImmediate(() => {
+          Atomics.add(thread.shared, 1, 1)
+          Atomics.notify(thread.shared, 1)
+        })
+      }
       else if (report.kind === "failed") {
         done()
         fail(new Error(`Could not start ${spawn.argv[0]}: ${report.message}`))
@@ -465,7 +493,7 @@ const inThread = async (spawn: Spawn, root: string): Promise<Running> => {
     ended,
     // The thread kills it (at once if it has not started it yet): it alone knows whether rg has been reaped (and
     // its pid could be another's).
-    stop: () => Atomics.store(thread.stop, 0, id),
+    stop: () => Atomics.store(thread.shared, 0, id),
   }
 }
 
@@ -508,8 +536,9 @@ export const start = async (spawn: Spawn): Promise<Running> => {
     running.stop()
   }, spawn.timeoutMs)
   let over = false
-  const ended = running.ended.then(
-    (ended) => (ended.kind === "ended" && timedOut ? { ...ended, timedOutMs: spawn.timeoutMs } : ended),
+  // Over its time only when the stop ended it: rg that finished on its own meanwhile printed everything.
+  const ended = running.ended.then((ended) =>
+    ended.kind === "ended" && timedOut && ended.signal !== null ? { ...ended, timedOutMs: spawn.timeoutMs } : ended,
   )
   void ended
     .finally(() => {

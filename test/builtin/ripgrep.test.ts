@@ -323,6 +323,66 @@ describe.skipIf(!landlock)("Ripgrep.run confined to its root", () => {
     expect(ended).toMatchObject({ kind: "ended", signal: "SIGKILL" })
   })
 
+  /** A directory whose search for "needle" prints some 12 MB: far more than the few batches let wait for core. */
+  const plentiful = () => {
+    const root = realpathSync(tempDir())
+    for (let index = 0; index < 40; index++) writeFileSync(join(root, `f${index}.txt`), "needle here\n".repeat(20_000))
+    return root
+  }
+  const waitMs = (ms: number) => {
+    const until = performance.now() + ms
+    while (performance.now() < until) {}
+  }
+
+  test("rg waits for core: while core takes its output in slowly, rg is still running with most of it unprinted", async () => {
+    const root = plentiful()
+    const rg = await Effect.runPromise(Ripgrep.executable)
+    const alives: Array<boolean> = []
+    let pid = 0
+    let chunks = 0
+    let printed = 0
+    const running = await SearchProcess.start({
+      argv: [rg, "--no-config", "--line-number", "--regexp=needle", "--", "."],
+      cwd: root,
+      root,
+      files: [rg],
+      onData: (chunk) => {
+        printed += chunk.length
+        if (chunks++ < 6) {
+          pid ||= searching(".")
+          alives.push(alive(pid))
+          // core busy with each batch (a glob's stat of every path it names).
+          waitMs(50)
+        }
+      },
+      timeoutMs: 60_000,
+    })
+    const ended = await running.ended
+    expect(ended).toMatchObject({ kind: "ended", exitCode: 0, signal: null })
+    expect(printed).toBe(Bun.spawnSync([rg, "--no-config", "--line-number", "--regexp=needle", "--", "."], { cwd: root }).stdout.length)
+    // Left to print as fast as it could, rg was done (in about 0.1 s) long before core had taken in six batches.
+    expect(alives).toEqual([true, true, true, true, true, true])
+  })
+
+  test("a search whose output core takes in slowly still ends at its time limit, rg killed", async () => {
+    const root = plentiful()
+    const rg = await Effect.runPromise(Ripgrep.executable)
+    const started = performance.now()
+    const running = await SearchProcess.start({
+      argv: [rg, "--no-config", "--line-number", "--regexp=needle", "--", "."],
+      cwd: root,
+      root,
+      files: [rg],
+      onData: () => waitMs(20),
+      timeoutMs: 500,
+    })
+    const ended = await running.ended
+    const took = performance.now() - started
+    expect(ended).toMatchObject({ kind: "ended", signal: "SIGKILL", timedOutMs: 500 })
+    // Every batch queued at once took 12 MB / 256 KiB × 20 ms, about a second, past the limit; far more on a busy machine.
+    expect(took).toBeLessThan(900)
+  })
+
   test("a search in a directory where another is still running runs beside it, not after it", async () => {
     const root = realpathSync(tempDir())
     const fifo = join(root, "pipe")
