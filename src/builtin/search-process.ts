@@ -125,11 +125,11 @@ const O_NONBLOCK = 0o4000
 const F_SETFL = 4
 const POLLIN = 1
 const POLLOUT = 4
-const confine = (ruleset, stop) => {
+const confine = (ruleset, memory) => {
   if (lib === undefined) return "libc could not be opened"
   if (lib.prctl(38, 1, 0, 0, 0) !== 0) return "prctl(PR_SET_NO_NEW_PRIVS) failed"
   if (Number(lib.syscall(446, ruleset, 0, 0, 0)) !== 0) return "landlock_restrict_self failed"
-  shared = new Int32Array(stop)
+  shared = new Int32Array(memory)
   confined = true
   return undefined
 }
@@ -265,7 +265,7 @@ const run = async ({ id, argv, cwd, stdin, stderrBytes }) => {
 }
 onmessage = (event) => {
   const order = event.data
-  if (order.kind === "confine") postMessage({ kind: "confined", failed: confine(order.ruleset, order.stop) })
+  if (order.kind === "confine") postMessage({ kind: "confined", failed: confine(order.ruleset, order.shared) })
   else if (order.kind === "run") void run(order)
 }
 `
@@ -299,8 +299,8 @@ interface Thread {
   readonly held: Confine.Held
   readonly runs: Map<number, Listener>
   /**
-   * Memory shared with the thread: [0] a run's id, written to stop it (the thread reads it between polls); [1] how
-   * many batches of output this side has taken in (the thread lets at most a few wait).
+   * Memory shared with the thread: [STOP] a run's id, written to stop it (the thread reads it between polls);
+   * [USED] how many batches of output this side has taken in (the thread lets at most a few wait).
    */
   readonly shared: Int32Array
   /** Given to a search (running it, or about to): a thread runs one search at a time. */
@@ -309,6 +309,10 @@ interface Thread {
   used: number
   gone: boolean
 }
+
+/** The places in the memory shared with a thread (as the thread's code names them). */
+const STOP = 0
+const USED = 1
 
 let source: string | undefined
 const threads = new Map<string, Thread>()
@@ -375,7 +379,7 @@ const threadFor = async (root: string, cwd: string, files: ReadonlyArray<string>
   source ??= URL.createObjectURL(new Blob([SOURCE], { type: "application/javascript" }))
   const worker = new Worker(source)
   const shared = new Int32Array(new SharedArrayBuffer(8))
-  shared[0] = -1
+  shared[STOP] = -1
   const thread: Thread = {
     worker,
     root,
@@ -402,7 +406,7 @@ const threadFor = async (root: string, cwd: string, files: ReadonlyArray<string>
   }
   worker.onerror = (event) => lose(`the search thread failed: ${event.message}`)
   worker.addEventListener("close", () => lose("the search thread ended"))
-  worker.postMessage({ kind: "confine", ruleset: made.fd, stop: shared.buffer })
+  worker.postMessage({ kind: "confine", ruleset: made.fd, shared: shared.buffer })
   let failed: string | undefined
   try {
     failed = await ready
@@ -455,11 +459,10 @@ const inThread = async (spawn: Spawn, root: string): Promise<Running> => {
         // Taken in: the thread may hand on the next once this thread has had its turn of the event loop (timers,
         // other calls, a cancel), which messages arriving one after another would otherwise keep waiting.
         setImmediate(() => {
-          Atomics.add(thread.shared, 1, 1)
-          Atomics.notify(thread.shared, 1)
+          Atomics.add(thread.shared, USED, 1)
+          Atomics.notify(thread.shared, USED)
         })
-      }
-      else if (report.kind === "failed") {
+      } else if (report.kind === "failed") {
         done()
         fail(new Error(`Could not start ${spawn.argv[0]}: ${report.message}`))
       } else if (report.kind === "ended") {
@@ -493,7 +496,7 @@ const inThread = async (spawn: Spawn, root: string): Promise<Running> => {
     ended,
     // The thread kills it (at once if it has not started it yet): it alone knows whether rg has been reaped (and
     // its pid could be another's).
-    stop: () => Atomics.store(thread.shared, 0, id),
+    stop: () => Atomics.store(thread.shared, STOP, id),
   }
 }
 

@@ -39,6 +39,12 @@ interface Dated {
 export const newerFirst = (a: Dated, b: Dated): number =>
   b.modified - a.modified || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)
 
+const swap = (items: Array<unknown>, a: number, b: number): void => {
+  const item = items[a]
+  items[a] = items[b]
+  items[b] = item
+}
+
 /**
  * The `limit` newest (by `newerFirst`) of what is offered, held in a heap whose root is the oldest kept: memory stays
  * bounded by the limit however many are offered (a tree a model made may hold millions of files), and each costs
@@ -56,7 +62,7 @@ export class Newest<A extends Dated> {
       while (at > 0) {
         const parent = (at - 1) >> 1
         if (newerFirst(heap[at]!, heap[parent]!) <= 0) break
-        ;[heap[at], heap[parent]] = [heap[parent]!, heap[at]!]
+        swap(heap, at, parent)
         at = parent
       }
       return
@@ -71,7 +77,7 @@ export class Newest<A extends Dated> {
       const right = left + 1
       const older = right < heap.length && newerFirst(heap[right]!, heap[left]!) > 0 ? right : left
       if (newerFirst(heap[older]!, heap[at]!) <= 0) break
-      ;[heap[at], heap[older]] = [heap[older]!, heap[at]!]
+      swap(heap, at, older)
       at = older
     }
   }
