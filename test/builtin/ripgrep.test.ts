@@ -205,6 +205,26 @@ const searching = (path: string): number => {
   throw new Error(`no rg on ${path}`)
 }
 
+describe("SearchProcess.start's time limit", () => {
+  test("a search that rg finished on its own while core was busy past the limit is not reported as stopped", async () => {
+    const root = realpathSync(tempDir())
+    writeFileSync(join(root, "a.txt"), "needle\n")
+    const rg = await Effect.runPromise(Ripgrep.executable)
+    const running = await SearchProcess.start({
+      argv: [rg, "--no-config", "-e", "needle", "--", "."],
+      cwd: root,
+      // Core busy with rg's one chunk well past the limit: rg has exited meanwhile, with everything printed.
+      onData: () => {
+        const until = performance.now() + 1_000
+        while (performance.now() < until) {}
+      },
+      timeoutMs: 300,
+    })
+    const ended = await running.ended
+    expect(ended).toEqual({ kind: "ended", exitCode: 0, signal: null, stderr: "" })
+  })
+})
+
 const landlock = Landlock.abi() > 0
 if (!landlock) console.warn("ripgrep.test: this kernel has no Landlock; the confined searches are skipped")
 
