@@ -5,9 +5,11 @@ export * as Direct from "./direct"
 // session (`POST /mcp` with its `Mcp-Session-Id`). They pass the same checks in the same order as every request
 // (./router: Host, token, declared body size, then the body read and the request released from the read deadline)
 // and are answered exactly as the routed handlers would (./handlers, the MCP edge), with no per-request Scope or
-// fiber of its own: one fiber starts (or joins) the call and waits for its outcome, or runs the MCP edge. Anything
-// else, or anything unusual about such a request (a refusal, another Location, an MCP session's first request, a
-// tracer keeping spans), is left to the router (`handle` answers undefined), which answers it as for any request.
+// fiber of its own: one fiber starts (or joins) the call and waits for its outcome, or runs the MCP edge. A request
+// naming its Location (`X-Core-Location`, as a host serving many sends with every request) is answered here too,
+// once the name passes the router's check and that Location is built. Anything else, or anything unusual about such a
+// request (a refusal, a Location not allowed or not built yet, an MCP session's first request, a tracer keeping
+// spans), is left to the router (`handle` answers undefined), which answers it as for any request.
 
 import * as Cause from "effect/Cause"
 import { CallKey } from "../contract/call-key"
@@ -23,11 +25,14 @@ import { CallStream } from "./call-stream"
 import { Handlers } from "./handlers"
 import { Respond } from "./respond"
 import type { Router } from "./router"
+import { Security } from "./security"
 
 export interface Options {
   readonly sidecar: Sidecar.Interface
   readonly checkToken: (authorization: string | undefined) => boolean
   readonly checkHost: (host: string | undefined) => boolean
+  /** Real directories under which `X-Core-Location` may point (the router's). */
+  readonly roots: ReadonlyArray<string>
   readonly log: (line: string) => void
   readonly release?: (request: Request) => void
   /** What answers `/mcp`: a message of an open session is answered here too. */
@@ -37,6 +42,8 @@ export interface Options {
 /** The Location a request holds, until `release` (an event stream takes it over, to let go once it is over). */
 interface Held {
   readonly served: Served.Interface
+  /** Whether the request named it (`X-Core-Location`) rather than taking the serve's own. */
+  readonly named: boolean
   release: () => void
 }
 
@@ -220,14 +227,14 @@ export const make = (options: Options) => {
   }
 
   /** A message of an MCP session POSTed to `/mcp`, answered by the MCP edge as it is (JSON, or an event stream). */
-  const post = async (mcp: Router.McpEndpoint, request: Request, raw: string, served: Served.Interface) => {
+  const post = async (mcp: Router.McpEndpoint, request: Request, raw: string, held: Held) => {
     let body: unknown
     try {
       body = JSON.parse(raw)
     } catch {
       return answer(400, PARSE_ERROR, { "content-type": "application/json" })
     }
-    const exit = await Effect.runPromiseExit(mcp.handle({ request, body, served, namedLocation: false }))
+    const exit = await Effect.runPromiseExit(mcp.handle({ request, body, served: held.served, namedLocation: held.named }))
     return Exit.isSuccess(exit) ? exit.value : unexpected(exit.cause)
   }
 
@@ -240,7 +247,7 @@ export const make = (options: Options) => {
       options.release?.(request)
       return route.kind === "calls"
         ? await settle(request, raw, route, held)
-        : await post(route.mcp, request, raw, held.served)
+        : await post(route.mcp, request, raw, held)
     } finally {
       held.release()
     }
@@ -258,18 +265,27 @@ export const make = (options: Options) => {
         if (accept !== null && accept.includes("text/event-stream")) answering = { ...route, stream: true }
         // A session's first request (initialize) makes it, through the router.
       } else if (headers.get("mcp-session-id") === null) return undefined
-      const location = headers.get("x-core-location")
-      if (location !== null && location !== "") return undefined
       if (!options.checkHost(headers.get("host") ?? undefined)) return undefined
       if (!options.checkToken(headers.get("authorization") ?? undefined)) return undefined
       // A declared length over the limit (or not a number) is the router's refusal; a body without one is read
       // counting, and refused once past the limit.
       const length = headers.get("content-length")
       if (length !== null && !(Number(length) <= Respond.MAX_BODY_BYTES)) return undefined
-      // Held from here until answered (for an event stream, until its answer begins: the session holds its own).
-      const held = sidecar.locations.hold(sidecar.primary.directory)
+      // The Location named, checked as the router checks it (an absolute directory under a root, by its real path);
+      // one it would refuse is its to refuse.
+      const location = headers.get("x-core-location")
+      const named = location !== null && location !== ""
+      let directory = sidecar.primary.directory
+      if (named) {
+        const checked = Security.checkLocation(options.roots, location)
+        if (checked._tag !== "Allowed") return undefined
+        directory = checked.directory
+      }
+      // Held from here until answered (for an event stream, until its answer begins: the session holds its own). A
+      // Location not built yet (or whose build failed) is the router's to build (or refuse).
+      const held = sidecar.locations.hold(directory)
       if (held === undefined) return undefined
-      return respond(request, answering, { served: held.served, release: held.release }, length !== null)
+      return respond(request, answering, { served: held.served, named, release: held.release }, length !== null)
     },
   }
 }

@@ -3,7 +3,7 @@
 // requests the direct path must leave to the router do reach it.
 
 import { describe, expect, test } from "bun:test"
-import { realpathSync, writeFileSync } from "node:fs"
+import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Api } from "../../src/server/api"
 import { Direct } from "../../src/server/direct"
@@ -196,6 +196,56 @@ describe("a call answered without the router", () => {
       expect({ name, ...alike(answers.direct, "dq7") }).toEqual({ name, ...alike(answers.routed, "rq7") })
     }
     expect(held.count).toBe(0)
+    expect(sidecar.log.filter((line) => line.includes("operational"))).toEqual([])
+  })
+
+  test("a call naming its Location (the serve's own, another built one, through a symlink) is answered directly as the router answers it; one not built yet is the router's", async () => {
+    const { sidecar, direct, routed, turnID, held } = await both()
+    const root = realpathSync(sidecar.box.location)
+    const other = join(root, "other")
+    mkdirSync(join(other, "tools"), { recursive: true })
+    writeFileSync(join(other, "tools", "shout.ts"), echoTool({ record: "shout" }))
+    const linked = join(root, "linked")
+    symlinkSync(other, linked)
+    const named = (location: string) => ({ "x-core-location": location })
+    // Not built yet: left to the router, which builds it (its first turn), on either path.
+    const turn = await routed.handler(post("/v1/turns", "{}", named(other)))
+    expect(turn.status).toBe(200)
+    const otherTurn = ((await turn.json()) as { turnID: string }).turnID
+    const fresh = join(root, "fresh")
+    mkdirSync(fresh)
+    const unbuilt = await direct.handler(post("/v1/turns/turn_nope/calls", JSON.stringify(callBody({ name: "shout", input: {} })), named(fresh)))
+    expect(unbuilt.status).toBe(404)
+    expect(((await unbuilt.json()) as Api.ErrorBody).error.message).toContain(`in ${fresh}:`)
+    held.count = 0
+    held.released = 0
+    const body = (s: string, name = "shout") => JSON.stringify(callBody({ name, input: { text: "x" }, toolCallID: `named_${s}` }))
+    const cases: Array<[string, (suffix: string) => Request]> = [
+      ["another Location", (s) => post(`/v1/turns/${otherTurn}/calls`, body(s), named(other))],
+      ["the same, a replay", (s) => post(`/v1/turns/${otherTurn}/calls`, body(s), named(other))],
+      ["through a symlink", (s) => post(`/v1/turns/${otherTurn}/calls`, body(`l_${s}`), named(linked))],
+      ["as an event stream", (s) => post(`/v1/turns/${otherTurn}/calls`, body(`e_${s}`), { ...named(other), accept: "text/event-stream" })],
+      ["the serve's own, named", (s) => post(`/v1/turns/${turnID}/calls`, body(`o_${s}`, "echo"), named(sidecar.box.location))],
+      ["the serve's turn in another Location", (s) => post(`/v1/turns/${turnID}/calls`, body(`t_${s}`, "echo"), named(other))],
+      ["a tool of the serve's own Location", (s) => post(`/v1/turns/${otherTurn}/calls`, body(`w_${s}`, "echo"), named(other))],
+    ]
+    const answers: Record<string, Answer> = {}
+    for (const [name, make] of cases) {
+      const both = await compare({ direct, routed }, make)
+      expect({ name, ...alike(both.direct, "dq7") }).toEqual({ name, ...alike(both.routed, "rq7") })
+      answers[name] = both.direct
+    }
+    expect(JSON.parse(answers["another Location"]!.body).status).toBe("success")
+    expect(answers["the same, a replay"]!.headers["x-core-replayed"]).toBe("true")
+    expect(answers["through a symlink"]!.status).toBe(200)
+    expect(answers["as an event stream"]!.body).toStartWith("event: settlement\ndata: ")
+    expect(JSON.parse(answers["the serve's own, named"]!.body).status).toBe("success")
+    expect(answers["the serve's turn in another Location"]!.status).toBe(404)
+    expect(JSON.parse(answers["a tool of the serve's own Location"]!.body).error.kind).toBe("unknown")
+    // Every one of them was taken directly, in the Location it named (and by the router for its event stream, as it
+    // holds one), and let go once answered.
+    expect(held.count).toBe(cases.length + 1)
+    expect(held.released).toBe(held.count)
     expect(sidecar.log.filter((line) => line.includes("operational"))).toEqual([])
   })
 
