@@ -29,9 +29,16 @@ interface Side {
   readonly close: () => Promise<void>
 }
 
-/** A client of a sidecar that printed `ready`: one turn, then each call with a fresh call id. */
-const sidecarSide = async (label: string, child: Bun.Subprocess, ready: Record<string, string>): Promise<Side> => {
-  const headers = { authorization: `Bearer ${ready.token}`, "content-type": "application/json" }
+/**
+ * A client of a sidecar that printed `ready`: one turn, then each call with a fresh call id; `named` sends each request
+ * with `X-Core-Location` naming that Location (as a host serving many does), on a sidecar another side owns.
+ */
+const sidecarSide = async (label: string, child: Bun.Subprocess, ready: Record<string, string>, named?: string): Promise<Side> => {
+  const headers = {
+    authorization: `Bearer ${ready.token}`,
+    "content-type": "application/json",
+    ...(named === undefined ? {} : { "x-core-location": named }),
+  }
   const turn = await fetch(`${ready.url}/v1/turns`, { method: "POST", headers, body: "{}" })
   const { turnID } = (await turn.json()) as { turnID: string }
   const endpoint = `${ready.url}/v1/turns/${turnID}/calls`
@@ -43,7 +50,7 @@ const sidecarSide = async (label: string, child: Bun.Subprocess, ready: Record<s
         method: "POST",
         headers,
         body: JSON.stringify({
-          sessionID: "ses_bench",
+          sessionID: named === undefined ? "ses_bench" : "ses_bench_named",
           assistantMessageID: "msg_bench",
           toolCallID: `call_${index}`,
           name: "echo",
@@ -56,6 +63,7 @@ const sidecarSide = async (label: string, child: Bun.Subprocess, ready: Record<s
       }
     },
     close: async () => {
+      if (named !== undefined) return
       child.kill("SIGTERM")
       await child.exited
     },
@@ -68,7 +76,7 @@ const baseBinary = (): string | undefined => {
   return at < 0 ? undefined : process.argv[at + 1]
 }
 
-const coreSides = async (root: string): Promise<{ durable: Side; memory: Side; base: Side | undefined }> => {
+const coreSides = async (root: string): Promise<{ durable: Side; named: Side; memory: Side; base: Side | undefined }> => {
   const binary = join(root, "core")
   progress("serve: building the binary (build.ts --outfile)")
   await buildCore(binary)
@@ -86,6 +94,7 @@ const coreSides = async (root: string): Promise<{ durable: Side; memory: Side; b
     baseBuild === undefined ? undefined : await spawnServer([baseBuild, "serve", "--location", location], { ...env, CORE_DATA_DIR: join(root, "data-base") })
   return {
     durable: await sidecarSide("core serve (SQLite)", durable.child, durable.ready),
+    named: await sidecarSide("core serve (SQLite), X-Core-Location", durable.child, durable.ready, location),
     memory: await sidecarSide("core sidecar, memory store*", memory.child, memory.ready),
     base: base === undefined ? undefined : await sidecarSide("core serve (SQLite), base build", base.child, base.ready),
   }
@@ -166,13 +175,13 @@ export const measure = async (): Promise<Report> => {
   const root = mkdtempSync(join(tmpdir(), "core-bench-serve-"))
   const closers: Array<() => Promise<void>> = []
   try {
-    const { durable: core, memory, base } = await coreSides(root)
+    const { durable: core, named, memory, base } = await coreSides(root)
     closers.push(core.close, memory.close)
     if (base !== undefined) closers.push(base.close)
     const mcp = await mcpSides()
     closers.push(mcp.close)
     // The targets compare core serve with the MCP sides; the memory-store sidecar shows what durability costs.
-    const sides: ReadonlyArray<Side> = [core, mcp.sdk, mcp.raw, memory, ...(base === undefined ? [] : [base])]
+    const sides: ReadonlyArray<Side> = [core, mcp.sdk, mcp.raw, memory, named, ...(base === undefined ? [] : [base])]
     const counters = sides.map(() => ({ value: 0 }))
     const idle = { core: rss(core.pid), mcp: rss(mcp.sdk.pid) }
 
@@ -220,6 +229,11 @@ export const measure = async (): Promise<Report> => {
       const [coreLatency, ...mcpLatency] = latency.slice(0, 3) as [Summary, Summary, Summary]
       const peerThroughput = Math.max(...mcpThroughput.map((summary) => summary.p50))
       const peerP50 = Math.min(...mcpLatency.map((summary) => summary.p50))
+      notes.push(
+        `${concurrency} in flight: core serve with X-Core-Location naming its Location / without, p50 ` +
+          `${ratio(latency[4]!.p50 / coreLatency.p50)}, calls/s ${ratio(throughput[4]!.p50 / coreThroughput.p50)} (the same ` +
+          `sidecar and store: what naming the Location costs a call)`,
+      )
       const throughputRatio = coreThroughput.p50 / peerThroughput
       const p50Ratio = coreLatency.p50 / peerP50
       targets.push(
