@@ -383,7 +383,8 @@ export class Core {
           // The stream ends right after its last event: reading it to the end (rather than cancelling the body)
           // keeps the connection alive for the next request.
           let final: Settlement | CoreError | undefined
-          for await (const message of Sse.read(response.body!, undefined, this.connection.maxLineLength)) {
+          // Each event handled as it is read (not through an async iterator: a call's events cost no turns in between).
+          await Sse.each(response.body!, (message) => {
             const event = { event: message.event, data: JSON.parse(message.data) } as CallEvent
             switch (event.event) {
               case "progress":
@@ -408,7 +409,7 @@ export class Core {
                 final = new CoreError(500, event.data.error.kind, event.data.error.message)
                 break
             }
-          }
+          }, undefined, this.connection.maxLineLength)
           if (final instanceof CoreError) throw final
           if (final !== undefined) return final
           // The stream ended without its last event: the connection was cut. Posting again joins the call.
