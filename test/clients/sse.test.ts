@@ -138,3 +138,29 @@ test("a client's call whose event stream sends an endless line fails clearly, on
     server.stop(true)
   }
 })
+
+test("each hands events on in order as they complete; what its handler throws ends the read and lets the body go", async () => {
+  const body = (chunks: ReadonlyArray<string>) =>
+    new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const chunk of chunks) controller.enqueue(new TextEncoder().encode(chunk))
+        controller.close()
+      },
+    })
+  const seen: Array<Sse.Message> = []
+  const comments: Array<string> = []
+  await Sse.each(body([": hi\n\nevent: a\ndata: 1\n", "\ndata: 2\r\n\r", "\ndata: left"]), (message) => seen.push(message), (comment) => comments.push(comment))
+  expect(seen).toEqual([
+    { event: "a", data: "1" },
+    { event: "message", data: "2" },
+  ])
+  expect(comments).toEqual(["hi"])
+  const { body: endlessBody, seen: pulled } = endless("data: x\n\n")
+  let handed = 0
+  const error = await Sse.each(endlessBody, () => {
+    if (++handed === 3) throw new Error("enough")
+  }).catch((error: unknown) => error)
+  expect((error as Error).message).toBe("enough")
+  expect(handed).toBe(3)
+  expect(pulled.cancelled).toBe(true)
+})
