@@ -1,8 +1,9 @@
 export * as Direct from "./direct"
 
-// The sidecar's most frequent requests answered without the router, in the serve's own Location: a call's settlement
-// as JSON or as its event stream (`POST /v1/turns/{turnID}/calls`, ./call-stream), and a message of an open MCP
-// session (`POST /mcp` with its `Mcp-Session-Id`). They pass the same checks in the same order as every request
+// The sidecar's most frequent requests answered without the router, in the serve's own Location: a turn (`POST
+// /v1/turns`, one each model step), a call's settlement as JSON or as its event stream (`POST
+// /v1/turns/{turnID}/calls`, ./call-stream), and a message of an open MCP session (`POST /mcp` with its
+// `Mcp-Session-Id`). They pass the same checks in the same order as every request
 // (./router: Host, token, declared body size, then the body read and the request released from the read deadline)
 // and are answered exactly as the routed handlers would (./handlers, the MCP edge), with no per-request Scope or
 // fiber of its own: one fiber starts (or joins) the call and waits for its outcome, or runs the MCP edge. A request
@@ -50,6 +51,7 @@ interface Held {
 const MCP_PATH = "/mcp"
 /** The router's answer to a POST to `/mcp` whose body is not JSON. */
 const PARSE_ERROR = JSON.stringify({ jsonrpc: "2.0", error: { code: -32700, message: "Parse error: the body is not JSON" }, id: null })
+const TURNS = "/v1/turns"
 const PREFIX = "/v1/turns/"
 const SUFFIX = "/calls"
 /** A turn id the router would pass as it is: no escapes to decode, within its parameter limit. */
@@ -88,12 +90,22 @@ export const isMcp = (url: string): boolean => {
   return after === url.length || url[after] === "?"
 }
 
+/** Whether a URL is exactly `/v1/turns` (no query, which the router would ignore but a client may mean). */
+export const isTurns = (url: string): boolean => {
+  const path = pathOf(url)
+  return path >= 0 && url.length === path + TURNS.length && url.startsWith(TURNS, path)
+}
+
 type Route =
+  | { readonly kind: "turn" }
   | { readonly kind: "calls"; readonly turnID: string; readonly stream: boolean }
   | { readonly kind: "mcp"; readonly mcp: Router.McpEndpoint }
 
+const TURN: Route = { kind: "turn" }
+
 const routeOf = (url: string, mcp: Router.McpEndpoint | undefined): Route | undefined => {
   if (mcp !== undefined && isMcp(url)) return { kind: "mcp", mcp }
+  if (isTurns(url)) return TURN
   const turnID = turnOf(url)
   return turnID === undefined ? undefined : { kind: "calls", turnID, stream: false }
 }
@@ -226,6 +238,16 @@ export const make = (options: Options) => {
     return unexpected(exit.cause)
   }
 
+  /** A turn made in the Location `held` (`POST /v1/turns`), answered as the router answers it. */
+  const turn = async (raw: string, held: Held): Promise<Response> => {
+    const decoded = Respond.decode(raw, Api.TurnRequest, { emptyIsObject: true })
+    if (!decoded.ok) return problem(decoded.problem)
+    const exit = await Effect.runPromiseExit(Handlers.turnAnswer(held.served, decoded.value))
+    if (Exit.isSuccess(exit)) return answer(200, exit.value)
+    const error = Cause.findError(exit.cause)
+    return error._tag === "Success" ? problem(error.success) : unexpected(exit.cause)
+  }
+
   /** A message of an MCP session POSTed to `/mcp`, answered by the MCP edge as it is (JSON, or an event stream). */
   const post = async (mcp: Router.McpEndpoint, request: Request, raw: string, held: Held) => {
     let body: unknown
@@ -247,7 +269,9 @@ export const make = (options: Options) => {
       options.release?.(request)
       return route.kind === "calls"
         ? await settle(request, raw, route, held)
-        : await post(route.mcp, request, raw, held)
+        : route.kind === "turn"
+          ? await turn(raw, held)
+          : await post(route.mcp, request, raw, held)
     } finally {
       held.release()
     }
@@ -264,7 +288,7 @@ export const make = (options: Options) => {
         const accept = headers.get("accept")
         if (accept !== null && accept.includes("text/event-stream")) answering = { ...route, stream: true }
         // A session's first request (initialize) makes it, through the router.
-      } else if (headers.get("mcp-session-id") === null) return undefined
+      } else if (route.kind === "mcp" && headers.get("mcp-session-id") === null) return undefined
       if (!options.checkHost(headers.get("host") ?? undefined)) return undefined
       if (!options.checkToken(headers.get("authorization") ?? undefined)) return undefined
       // A declared length over the limit (or not a number) is the router's refusal; a body without one is read

@@ -152,15 +152,35 @@ const settle = (sidecar: Sidecar.Interface, route: Route, stream: boolean) =>
     return yield* stream ? settleEvents(sidecar, route, turn, call) : settleJson(sidecar.calls, turn, call, route.served)
   })
 
+/** A catalog's definitions (and provider tools) serialized once: every turn of an unchanged catalog shares them. */
+const json = new WeakMap<ReadonlyArray<unknown>, string>()
+const serialized = (values: ReadonlyArray<unknown>): string => {
+  let cached = json.get(values)
+  if (cached === undefined) json.set(values, (cached = JSON.stringify(values)))
+  return cached
+}
+
+/** `POST /v1/turns`: the turn made in `served` for what `request` asks, as the answer's JSON text. */
+export const turnAnswer = (served: Served.Interface, request: typeof Api.TurnRequest.Type): Effect.Effect<string, Respond.Problem> =>
+  Effect.map(
+    served.materialize(request.agent ?? Agent.DEFAULT_AGENT, request.provider).pipe(
+      Effect.catchTags({
+        "Served.UnknownAgent": (error) => Effect.fail(Respond.badRequest(error.message)),
+        "Provider.CompatibilityError": (error) => Effect.fail(incompatible(error)),
+      }),
+    ),
+    (turn) => {
+      const { definitions } = turn.materialization
+      const warnings = served.warned() ? `,"warnings":true` : ""
+      const head = `{"turnID":${JSON.stringify(turn.id)},"definitions":${serialized(definitions)}`
+      if (turn.prepared === undefined) return `${head}${warnings}}`
+      const { provider, tools } = turn.prepared
+      return `${head},"provider":${JSON.stringify(provider)},"tools":${serialized(tools)}${warnings}}`
+    },
+  )
+
 /** The handlers of every route, over the sidecar's services. */
 export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Record<Api.Name, Handler>> => {
-  /** A catalog's definitions (and provider tools) serialized once: every turn of an unchanged catalog shares them. */
-  const json = new WeakMap<ReadonlyArray<unknown>, string>()
-  const serialized = (values: ReadonlyArray<unknown>): string => {
-    let cached = json.get(values)
-    if (cached === undefined) json.set(values, (cached = JSON.stringify(values)))
-    return cached
-  }
   let openapi: string | undefined
 
   return {
@@ -177,18 +197,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
     createTurn: (route) =>
       Effect.gen(function* () {
         const request = yield* Respond.body(route.request, Api.TurnRequest, { emptyIsObject: true })
-        const turn = yield* route.served.materialize(request.agent ?? Agent.DEFAULT_AGENT, request.provider).pipe(
-          Effect.catchTags({
-            "Served.UnknownAgent": (error) => Effect.fail(Respond.badRequest(error.message)),
-            "Provider.CompatibilityError": (error) => Effect.fail(incompatible(error)),
-          }),
-        )
-        const { definitions } = turn.materialization
-        const warnings = route.served.warned() ? `,"warnings":true` : ""
-        const head = `{"turnID":${JSON.stringify(turn.id)},"definitions":${serialized(definitions)}`
-        if (turn.prepared === undefined) return Respond.text(200, `${head}${warnings}}`)
-        const { provider, tools } = turn.prepared
-        return Respond.text(200, `${head},"provider":${JSON.stringify(provider)},"tools":${serialized(tools)}${warnings}}`)
+        return Respond.text(200, yield* turnAnswer(route.served, request))
       }),
 
     settle: (route) => settle(sidecar, route, wantsEvents(route.request)),

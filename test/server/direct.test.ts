@@ -327,7 +327,63 @@ describe("a call answered without the router", () => {
     ])
   })
 
-  test("recognizes only the plain calls path and /mcp", () => {
+  test("a turn is answered as the router answers it, every refusal too, in the Location it names", async () => {
+    const { sidecar, direct, routed, held } = await both()
+    const turns = (body: string | undefined, headers: Record<string, string> = {}) => () => post("/v1/turns", body, headers)
+    const cases: Array<[string, () => Request]> = [
+      ["no body", turns(undefined)],
+      ["an empty body", turns("")],
+      ["{}", turns("{}")],
+      ["an agent", turns(JSON.stringify({ agent: "plan" }))],
+      ["a provider", turns(JSON.stringify({ provider: "anthropic" }))],
+      ["an unknown agent", turns(JSON.stringify({ agent: "nobody" }))],
+      ["an unknown provider", turns(JSON.stringify({ provider: "nope" }))],
+      ["an empty agent", turns(JSON.stringify({ agent: "" }))],
+      ["an extra field", turns(JSON.stringify({ agnet: "plan" }))],
+      ["not JSON", turns("{")],
+      ["not an object", turns("[]")],
+      ["a NUL", turns(JSON.stringify({ agent: "a\u0000" }))],
+      ["its own Location, named", turns("{}", { "x-core-location": sidecar.box.location })],
+    ]
+    // Each turn has an id of its own: the rest of the answer is the same.
+    const sameBut = (answer: Answer) => ({ ...answer, body: answer.body.replace(/"turnID":"[^"]+"/, '"turnID":"T"') })
+    const statuses: Record<string, number> = {}
+    for (const [name, make] of cases) {
+      const answers = await compare({ direct, routed }, make)
+      expect({ name, ...sameBut(answers.direct) }).toEqual({ name, ...sameBut(answers.routed) })
+      statuses[name] = answers.direct.status
+    }
+    expect(statuses).toEqual({
+      "no body": 200,
+      "an empty body": 200,
+      "{}": 200,
+      "an agent": 200,
+      "a provider": 200,
+      "an unknown agent": 400,
+      "an unknown provider": 400,
+      "an empty agent": 400,
+      "an extra field": 400,
+      "not JSON": 400,
+      "not an object": 400,
+      "a NUL": 400,
+      "its own Location, named": 200,
+    })
+    // Every one was answered directly, and the Location let go once it was.
+    expect(held.count).toBe(cases.length)
+    expect(held.released).toBe(held.count)
+    // A turn made directly is the Location's: a call through it settles.
+    const made = (await (await direct.handler(post("/v1/turns", "{}"))).json()) as { turnID: string }
+    const settled = await direct.handler(post(`/v1/turns/${made.turnID}/calls`, JSON.stringify(callBody({ name: "echo", input: { text: "t" }, toolCallID: "via_direct_turn" }))))
+    expect(((await settled.json()) as { status: string }).status).toBe("success")
+    expect(sidecar.log.filter((line) => line.includes("operational"))).toEqual([])
+  })
+
+  test("recognizes only the plain calls path, /v1/turns and /mcp", () => {
+    expect(Direct.isTurns("http://h:1/v1/turns")).toBe(true)
+    expect(Direct.isTurns("http://h:1/v1/turns/")).toBe(false)
+    expect(Direct.isTurns("http://h:1/v1/turns?agent=plan")).toBe(false)
+    expect(Direct.isTurns("http://h:1/v1/turnsx")).toBe(false)
+    expect(Direct.isTurns("http://h:1/x/v1/turns")).toBe(false)
     expect(Direct.turnOf("http://h:1/v1/turns/turn_abc/calls")).toBe("turn_abc")
     expect(Direct.turnOf("http://h:1/v1/turns/turn_abc/calls?x=1")).toBeUndefined()
     expect(Direct.turnOf("http://h:1/v1/turns//calls")).toBeUndefined()
