@@ -2,8 +2,8 @@ export * as Direct from "./direct"
 
 // The sidecar's most frequent requests answered without the router, in the serve's own Location: a turn (`POST
 // /v1/turns`, one each model step), a call's settlement as JSON or as its event stream (`POST
-// /v1/turns/{turnID}/calls`, ./call-stream), and a message of an open MCP session (`POST /mcp` with its
-// `Mcp-Session-Id`). They pass the same checks in the same order as every request
+// /v1/turns/{turnID}/calls`, and `/calls/stream` as `core exec` forwards it: ./call-stream), and a message of an open
+// MCP session (`POST /mcp` with its `Mcp-Session-Id`). They pass the same checks in the same order as every request
 // (./router: Host, token, declared body size, then the body read and the request released from the read deadline)
 // and are answered exactly as the routed handlers would (./handlers, the MCP edge), with no per-request Scope or
 // fiber of its own: one fiber starts (or joins) the call and waits for its outcome, or runs the MCP edge. A request
@@ -54,6 +54,7 @@ const PARSE_ERROR = JSON.stringify({ jsonrpc: "2.0", error: { code: -32700, mess
 const TURNS = "/v1/turns"
 const PREFIX = "/v1/turns/"
 const SUFFIX = "/calls"
+const STREAM_SUFFIX = "/calls/stream"
 /** A turn id the router would pass as it is: no escapes to decode, within its parameter limit. */
 const PLAIN_ID = /^[A-Za-z0-9_.~-]{1,4096}$/
 
@@ -71,11 +72,11 @@ const answer = (status: number, body: string, headers: Record<string, string> = 
 const problem = (refusal: Respond.Problem): Response =>
   answer(refusal.status, JSON.stringify({ error: { kind: refusal.kind, message: refusal.message } } satisfies Api.ErrorBody))
 
-/** The turn id of a `POST /v1/turns/{turnID}/calls` URL, when it is one this module answers. */
-export const turnOf = (url: string): string | undefined => {
+/** The turn id of a `POST /v1/turns/{turnID}/calls` URL (or, with `suffix`, of another), when it is one this module answers. */
+export const turnOf = (url: string, suffix = SUFFIX): string | undefined => {
   const path = pathOf(url)
-  if (path < 0 || !url.startsWith(PREFIX, path) || !url.endsWith(SUFFIX)) return undefined
-  const id = url.slice(path + PREFIX.length, url.length - SUFFIX.length)
+  if (path < 0 || !url.startsWith(PREFIX, path) || !url.endsWith(suffix)) return undefined
+  const id = url.slice(path + PREFIX.length, url.length - suffix.length)
   return PLAIN_ID.test(id) ? id : undefined
 }
 
@@ -107,7 +108,9 @@ const routeOf = (url: string, mcp: Router.McpEndpoint | undefined): Route | unde
   if (mcp !== undefined && isMcp(url)) return { kind: "mcp", mcp }
   if (isTurns(url)) return TURN
   const turnID = turnOf(url)
-  return turnID === undefined ? undefined : { kind: "calls", turnID, stream: false }
+  if (turnID !== undefined) return { kind: "calls", turnID, stream: false }
+  const streamed = turnOf(url, STREAM_SUFFIX)
+  return streamed === undefined ? undefined : { kind: "calls", turnID: streamed, stream: true }
 }
 
 /** A body without a declared length, read up to Respond.MAX_BODY_BYTES: undefined once it is past them. */

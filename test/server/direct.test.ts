@@ -263,6 +263,11 @@ describe("a call answered without the router", () => {
     const replay = await compare({ direct, routed }, (s) => post(calls, body(s), sse))
     expect(replay.direct.headers["x-core-replayed"]).toBe("true")
     expect(alike(replay.direct, "dq7")).toEqual(alike(replay.routed, "rq7"))
+    // `/calls/stream` (as core exec forwards a call), whatever the Accept header says.
+    const streamed = await compare({ direct, routed }, (s) => post(`${calls}/stream`, body(`st_${s}`)))
+    expect(streamed.direct.headers["content-type"]).toBe("text/event-stream")
+    expect(streamed.direct.body).toStartWith("event: settlement\ndata: ")
+    expect(alike(streamed.direct, "dq7")).toEqual(alike(streamed.routed, "rq7"))
     // Refusals of a stream's call are JSON, as the router answers them.
     const unknownTurn = await compare({ direct, routed }, (s) => post("/v1/turns/turn_nope/calls", body(s), sse))
     expect(unknownTurn.direct.status).toBe(404)
@@ -271,7 +276,7 @@ describe("a call answered without the router", () => {
     expect(notJson.direct.status).toBe(400)
     expect(notJson.direct).toEqual(notJson.routed)
     // The direct path held the Location for each, the router for each stream; each was let go once it was over.
-    expect(held.count).toBe(4 + 2)
+    expect(held.count).toBe(5 + 3)
     expect(held.released).toBe(held.count)
     expect(sidecar.log.filter((line) => line.includes("operational"))).toEqual([])
   })
