@@ -383,7 +383,7 @@ export class Core {
           // The stream ends right after its last event: reading it to the end (rather than cancelling the body)
           // keeps the connection alive for the next request.
           let final: Settlement | CoreError | undefined
-          // Each event handled as it is read (not through an async iterator: a call's events cost no turns in between).
+          // Each event handled as it is read, not through an async iterator (which takes promise ticks per event).
           await Sse.each(response.body!, (message) => {
             const event = { event: message.event, data: JSON.parse(message.data) } as CallEvent
             switch (event.event) {
