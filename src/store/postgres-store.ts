@@ -442,9 +442,11 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
         prune: (before, limit, location) =>
           attempt("prune", async () => {
             // The cutoff is this host's (its clock less the retention): moved onto the database's clock, which stamps
-            // every row, so a host whose clock runs ahead removes no record still within the retention, and a call
-            // still running (its lease live on that clock) is never forgotten: a retry would run it a second time.
-            const cutoff = sql.unsafe(`(${NOW_MS} + ${Math.trunc(before - Date.now())})`)
+            // every row, by the difference times are listed back by, so a host whose clock runs ahead removes no record
+            // still within the retention, and a prune removes exactly the records listed before its cutoff, however
+            // long the statement waits. A call still running (its lease live on that clock) is never forgotten: a
+            // retry would run it a second time.
+            const cutoff = Math.trunc(onDatabase(before)!)
             // One Location's rows, or (none given) those of every Location keeping no retention of its own.
             const given = location ?? null
             const result = await sql`

@@ -2,6 +2,7 @@
 // whole), lists that outlive the process, and the table added to a database of the previous schema version.
 
 import { Database } from "bun:sqlite"
+import { SQL } from "bun"
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
@@ -160,7 +161,9 @@ describe("Todos and retention", () => {
             agent: "build",
           })
           const cutoff = Date.now() + 1
-          yield* Effect.promise(() => Bun.sleep(5))
+          // On Postgres a time is listed back (and pruned) on this host's clock by a difference measured as the store
+          // opened, true to within that round trip: the later list is written well past the cutoff.
+          yield* Effect.promise(() => Bun.sleep(50))
           yield* todos.write({ location: "/p", sessionID: "new" }, [item("new")])
           // The list written after the cutoff stays. One call, then one list fit a batch of two; the rest go in the next.
           const first = yield* store.prune(cutoff, 2)
@@ -192,4 +195,40 @@ describe("Todos and retention", () => {
       expect(found).toEqual({ operators: 1, afterOperators: [[item("own")], []], own: 1, left: [] })
     })
   }
+
+  test("a prune on Postgres kept waiting by a lock still takes its cutoff as given, not as late as it runs", async () => {
+    const urls = await freshDatabase()
+    const held = new SQL(urls.postgres, { max: 1 })
+    try {
+      const found = await Effect.runPromise(
+        Effect.gen(function* () {
+          const todos = yield* Todos.Service
+          const store = yield* Store.Service
+          yield* todos.write({ location: "/p", sessionID: "old" }, [item("old")])
+          yield* Effect.promise(() => Bun.sleep(50))
+          const cutoff = Date.now()
+          yield* Effect.promise(() => Bun.sleep(50))
+          yield* todos.write({ location: "/p", sessionID: "new" }, [item("new")])
+          // Another connection holds the table for 400 ms: the prune's statement runs that much later.
+          const release = yield* Effect.promise(
+            () =>
+              new Promise<() => void>((locked) => {
+                void held.begin(async (tx) => {
+                  await tx`LOCK TABLE core.todos IN ACCESS EXCLUSIVE MODE`
+                  await new Promise<void>((done) => locked(done))
+                })
+              }),
+          )
+          const timer = setTimeout(release, 400)
+          const pruned = yield* store.prune(cutoff, 10)
+          clearTimeout(timer)
+          const read = (sessionID: string) => todos.read({ location: "/p", sessionID })
+          return { pruned, old: yield* read("old"), kept: yield* read("new") }
+        }).pipe(Effect.provide(Layer.merge(PostgresStore.todosLayer(urls.postgres), PostgresStore.layer(urls.postgres)))),
+      )
+      expect(found).toEqual({ pruned: 1, old: [], kept: [item("new")] })
+    } finally {
+      await held.close()
+    }
+  })
 })
