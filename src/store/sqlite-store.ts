@@ -148,6 +148,8 @@ const REBUILT_VERSION = 5
 export const SCHEMA_VERSION = MIGRATIONS.length
 
 const MMAP_BYTES = 256 * 1024 * 1024
+/** How long a statement waits for another process's lock before SQLITE_BUSY. */
+const BUSY_MS = 5_000
 /** WAL pages between automatic checkpoints (SQLite's default is 1,000); 4 KiB pages, so 16 MiB. */
 const CHECKPOINT_PAGES = 4_000
 const WAL_LIMIT_BYTES = 16 * 1024 * 1024
@@ -174,8 +176,8 @@ const open = (path: string): Database => {
   chmodSync(path, 0o600)
   const db = new Database(path, { create: true, strict: true })
   try {
-    db.exec("PRAGMA busy_timeout = 5000")
-    db.exec("PRAGMA journal_mode = WAL")
+    db.exec(`PRAGMA busy_timeout = ${BUSY_MS}`)
+    toWal(db)
     db.exec("PRAGMA synchronous = NORMAL")
     // Calls are committed in batches from the journal, a few pages each; with NORMAL the only syncs are
     // at checkpoints, so checkpointing less often takes most of the syncing off the calls, and ./checkpointer runs
@@ -190,6 +192,24 @@ const open = (path: string): Database => {
   } catch (cause) {
     db.close()
     throw cause
+  }
+}
+
+/**
+ * Puts a store in WAL mode. A new file starts in rollback mode, and processes opening it at the same moment each
+ * convert it: SQLite answers SQLITE_BUSY at once to all but one of them, without waiting through busy_timeout (two
+ * readers each waiting to write would wait for each other). Tried again until converted, within the same 5 s.
+ */
+const toWal = (db: Database) => {
+  const until = Date.now() + BUSY_MS
+  for (let pause = 1; ; pause = Math.min(pause * 2, 50)) {
+    try {
+      db.exec("PRAGMA journal_mode = WAL")
+      return
+    } catch (cause) {
+      if ((cause as { code?: unknown } | undefined)?.code !== "SQLITE_BUSY" || Date.now() >= until) throw cause
+      Bun.sleepSync(pause)
+    }
   }
 }
 
