@@ -518,7 +518,7 @@ export const main = async (
   if (sandbox) seal(pid && process.pid === 1, parent)
   /**
    * The starter readied for the order, and the grants core expects it to make. A sandboxed spare's starts first,
-   * so that its start overlaps this one's: it readies itself (its /proc, core's ports kept from its command).
+   * so that its start overlaps this one's: it readies itself (its /proc, what every sandbox mounts).
    */
   let starter: Starting | undefined = sandbox
     ? startStarter({ isolate, sandbox: !cold, cold, pid: pid && process.pid === 1, deny, rules }, "ignore")
