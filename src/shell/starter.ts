@@ -61,13 +61,19 @@ type PortFlags = { readonly deny: ReadonlyArray<number>; readonly rules?: boolea
 
 /**
  * Keeps this process (and what it spawns) off core's ports `flags.deny`: with core's ruleset where it was handed
- * over (then marked close-on-exec, so that no command it spawns inherits it), else with one built here.
+ * over (then marked close-on-exec, so that no command it spawns inherits it), else with one built here. Answers
+ * undefined, or why it could not, where the kernel has network rules (ABI 4): the kernel refuses a layer past its
+ * sixteenth (a command may have stacked fifteen of its own before asking core to run another) or without memory,
+ * and a command must not then start able to reach core.
  */
-export const denyPorts = (flags: PortFlags): void => {
-  if (flags.deny.length === 0) return
-  if (flags.rules === true && Landlock.restrictWith(RULES_FD) === undefined) return
-  Landlock.denyConnect(flags.deny)
+export const denyPorts = (flags: PortFlags): string | undefined => {
+  if (flags.deny.length === 0 || Landlock.abi() < 4) return undefined
+  if (flags.rules === true && Landlock.restrictWith(RULES_FD) === undefined) return undefined
+  return Landlock.denyConnect(flags.deny)
 }
+
+/** Why a command does not start when `denyPorts` could not keep it off core's ports. */
+export const unkept = (why: string): string => `Could not keep the command off core's ports: ${why}`
 
 /** Marks core's ruleset, when it was handed over, close-on-exec: no program this process runs may add to it. */
 export const keepRules = (flags: PortFlags): void => {
@@ -191,7 +197,10 @@ export const apply = (
   // Core's ports last, on top of the filesystem layer: a new layer copies every rule of the layers under it, and
   // the ports' layer has one for each of the other 65,535 ports, so a filesystem layer made on top of it cost as
   // much as the ports' layer itself (17 ms here); made first, the filesystem layer costs half a millisecond.
-  if (ports !== undefined) denyPorts(ports)
+  if (ports !== undefined) {
+    const failed = denyPorts(ports)
+    if (failed !== undefined) return { failed: unkept(failed) }
+  }
   if (order.grants !== undefined) {
     // Last, as the mounts and rules above needed them. Where the kernel refuses, the command runs as it would
     // without them (nothing to drop, or no seccomp).

@@ -409,9 +409,10 @@ const harden = (parent: number, pid: boolean, way: Namespace.Way, deny: Readonly
   Native.prctl(Native.PR_SET_DUMPABLE, 0)
   Native.prctl(Native.PR_CAPBSET_DROP, Native.CAP_SYS_PTRACE)
   // Core's own ports, before the order comes: this layer takes the longest to build, and does not depend on it.
-  // (It leaves the filesystem alone, so mounting stays possible until the order's sandbox is applied.)
-  Starter.denyPorts({ deny, rules })
-  return { inNamespace, parentOf }
+  // (It leaves the filesystem alone, so mounting stays possible until the order's sandbox is applied.) Where the
+  // kernel refuses it, no order runs (see `main`).
+  const unkept = Starter.denyPorts({ deny, rules })
+  return { inNamespace, parentOf, unkept }
 }
 
 /** Spawns an order's command; answers it, or the report of why it could not start (refused with a code, or failed). */
@@ -527,7 +528,10 @@ export const main = async (
   // Core's ports are kept from the commands this process spawns itself: not a sandboxed spare's, as its starter
   // does that for its own (unless an order without a sandbox comes, below).
   let denied = !sandbox
-  const { inNamespace, parentOf } = harden(parent, pid, way, denied ? deny : [], rules)
+  const hardened = harden(parent, pid, way, denied ? deny : [], rules)
+  const { inNamespace, parentOf } = hardened
+  /** Why this process is not off core's ports though it must be, if so: then every order is refused. */
+  let unkept = hardened.unkept
 
   let child: Bun.Subprocess | undefined
   let ending: Promise<never> | undefined
@@ -575,8 +579,9 @@ export const main = async (
   /** Runs an order without a sandbox: spawned by this process, after its read-only mounts (none: see `run`). */
   const runHere = (order: Order | undefined) => {
     if (order === undefined) return
-    if (!denied) Starter.denyPorts({ deny, rules })
+    if (!denied) unkept = Starter.denyPorts({ deny, rules })
     denied = true
+    if (unkept !== undefined) return refuse({ kind: "failed", message: Starter.unkept(unkept) })
     const applied = Starter.apply(order, way, Starter.readied())
     if ("failed" in applied) return refuse({ kind: "failed", message: applied.failed })
     const spawned = spawnOrder(order)
@@ -589,6 +594,8 @@ export const main = async (
    */
   const runStarted = async (order: Order | undefined) => {
     if (order === undefined) return
+    // A starter started now would inherit this process's layer on core's ports, which the kernel refused.
+    if (unkept !== undefined) return refuse({ kind: "failed", message: Starter.unkept(unkept) })
     const readied = starter
     starter = undefined
     /** A starter started now: it inherits this process's namespaces and its layer on core's ports, sealed in with it. */

@@ -12,6 +12,9 @@ import { tempDir } from "../support/temp"
 
 const NET = Landlock.abi() >= 4
 const needs = NET ? "" : " (SKIPPED: this kernel's Landlock has no network rules)"
+// Harmless layers to stack under core's (the signal scope only) need ABI 6.
+const SCOPED = Landlock.abi() >= 6
+const scoped = SCOPED ? "" : " (SKIPPED: this kernel's Landlock has no signal scope)"
 
 const listener = () =>
   Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("answered") })
@@ -63,4 +66,29 @@ describe("core's own port", () => {
     )
     expect(result.stdout.text).toBe(`${own.port}-connected\n`)
   })
+
+  // The kernel stacks at most 16 Landlock layers: a core started under other programs' layers (another sandbox, a
+  // command that stacked fifteen and ran core) gets its own refused. The sandbox's layer, then the ports', each
+  // refused in turn: a command whose layer on core's ports was refused does not start, never runs able to connect.
+  test.skipIf(!SCOPED)(`under layers of other programs, a command core cannot keep off its port does not start${scoped}`, async () => {
+    const outcomes = async (layers: number) => {
+      const child = Bun.spawn(["bun", `${import.meta.dir}/layers-child.ts`, String(layers), String(own.port)], {
+        stdout: "pipe",
+        stderr: "pipe",
+      })
+      const [out, err] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()])
+      expect(await child.exited, err).toBe(0)
+      return out.trim().split("\n").map((line) => JSON.parse(line))
+    }
+    // Room for the sandbox's layer and the ports' on top of fifteen: the sandboxed command's ports layer is refused.
+    expect(await outcomes(15)).toEqual([
+      { sandboxed: true, error: "Could not keep the command off core's ports: landlock_restrict_self failed (errno 7)" },
+      { sandboxed: false, stdout: "refused\n" },
+    ])
+    // No room at all: neither starts.
+    expect(await outcomes(16)).toEqual([
+      { sandboxed: true, error: "Could not apply the sandbox: landlock_restrict_self failed (errno 7)" },
+      { sandboxed: false, error: "Could not keep the command off core's ports: landlock_restrict_self failed (errno 7)" },
+    ])
+  }, 60_000)
 })
