@@ -221,12 +221,15 @@ const deniedFor = (services: Pick<Services, "directory" | "permission">, agent: 
  * path: one the agent's `read` rules deny, one of the user's credential stores, or one in core's data directory (the
  * store, other sessions' and Locations' managed outputs, what core took out of its configuration), as `read` of it is
  * refused. A walk that starts inside the data directory (the session's own managed outputs, as its results name
- * them) was let in by the path checks, and its files are left to the other tests.
+ * them) was let in by the path checks, and its files are left to the other tests. `skill`, showing a skill of
+ * `$CORE_HOME` (`skill`, its real directory), shows that directory's files as it shows its SKILL.md; nothing else of
+ * the home (a skill that leads to the home itself shows none of it).
  */
 export const hidden = (
   services: Pick<Services, "directory" | "permission">,
   agent: string,
   root?: string,
+  skill?: string,
 ): ((real: string) => boolean) => {
   const denied = readDenied(services, agent)
   const credential = services.permission.credential
@@ -242,7 +245,10 @@ export const hidden = (
   const data = fixed.data.map((place) => place.path).filter((directory) => root === undefined || !Boundary.isWithin(directory, root)).map(under)
   const home = fixed.home.map((place) => under(place.path))
   const inLocation = under(location)
-  const inCore = (real: string) => data.some((inside) => inside(real)) || (home.some((inside) => inside(real)) && !inLocation(real))
+  const inSkill =
+    skill !== undefined && !fixed.home.some((place) => Boundary.isWithin(skill, place.path)) ? under(skill) : () => false
+  const inCore = (real: string) =>
+    data.some((inside) => inside(real)) || (home.some((inside) => inside(real)) && !inLocation(real) && !inSkill(real))
   const kept = (real: string) => credential(real) || inCore(real)
   return denied === undefined ? kept : (real) => kept(real) || denied(real)
 }

@@ -173,7 +173,7 @@ export const make = (
         const skill = skills.find((candidate) => candidate.name === input.name)
         if (skill === undefined) return yield* unknown(skills, input.name)
         yield* services.permission.authorize({ ...Builtin.requestOf(context), metadata: { tool: "skill" } }, checks(skill.name))
-        const hidden = Builtin.hidden(services, context.agent)
+        const hidden = Builtin.hidden(services, context.agent, undefined, skill.directory)
         const directory = shownDirectory(services.directory, skill)
         if (input.file !== undefined) {
           const content = yield* readFile(skill, input.file, hidden)

@@ -73,6 +73,20 @@ describe("skill", () => {
     const global = await location.settle("skill", { name: "global" })
     expect((global.settlement.structured as any).directory).toBe(join(home, "skills/global"))
     expect(textOf((await location.settle("skill", { name: "global", file: "notes.md" })).settlement)).toBe("home notes\n")
+    // Its files are listed too, though the rest of $CORE_HOME is no tool's to show.
+    expect((global.settlement.structured as any).files).toEqual([{ path: "notes.md", bytes: 11 }])
+  })
+
+  test("a home skill that leads to $CORE_HOME itself shows none of the home's files", async () => {
+    const home = homeWith({ "SKILL.md": skill("home", "The whole home", "Read core.json."), "core.json": '{"token":"x"}' })
+    mkdirSync(join(home, "skills"))
+    symlinkSync(home, join(home, "skills/home"))
+    const location = harness({ files: FILES, home })
+    const loaded = await location.settle("skill", { name: "home" })
+    expect(loaded.settlement.status).toBe("success")
+    expect((loaded.settlement.structured as any).files).toEqual([])
+    const read = await location.settle("skill", { name: "home", file: "core.json" })
+    expect(read.settlement.error?.message).toMatch(/has no file core\.json/)
   })
 
   test("the SKILL.md is read as it is at the call", async () => {

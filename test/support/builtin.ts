@@ -116,6 +116,9 @@ export const harness = (options: HarnessOptions = {}): Harness => {
   const layerFor = (settleOptions: SettleOptions) => {
     const permission = Permission.layer({
       project: directory,
+      // Protected as core's own, as core protects its home and data directory.
+      home,
+      dataDir: data,
       configured: { rules, agents: new Map() },
       // As core gives a Location: its own directory of outputs (each session's inside it).
       readableRoots: [ManagedOutputs.locationDirectory(outputsDirectory, directory)],
