@@ -201,13 +201,15 @@ const open = (path: string): Database => {
  * readers each waiting to write would wait for each other). Tried again until converted, within the same 5 s.
  */
 const toWal = (db: Database) => {
-  const until = Date.now() + BUSY_MS
+  const until = performance.now() + BUSY_MS
   for (let pause = 1; ; pause = Math.min(pause * 2, 50)) {
     try {
       db.exec("PRAGMA journal_mode = WAL")
       return
     } catch (cause) {
-      if ((cause as { code?: unknown } | undefined)?.code !== "SQLITE_BUSY" || Date.now() >= until) throw cause
+      // SQLITE_BUSY, or one of its extended codes (SQLITE_BUSY_RECOVERY while another process recovers the file).
+      const code = (cause as { code?: unknown } | undefined)?.code
+      if (typeof code !== "string" || !code.startsWith("SQLITE_BUSY") || performance.now() >= until) throw cause
       Bun.sleepSync(pause)
     }
   }
