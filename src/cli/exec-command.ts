@@ -22,7 +22,7 @@ import { Command } from "./command"
 import { Diagnostics } from "./diagnostics"
 import { ExitCodes } from "./exit-codes"
 import { ProgressLine } from "./progress-line"
-import { StdinText } from "./stdin-text"
+import { InputText } from "./input-text"
 import { Runtime } from "./runtime"
 import type { Tool } from "../tool/tool"
 import { Host } from "../host/host"
@@ -71,9 +71,14 @@ export const readInput = (command: string, raw: string | undefined) =>
   Effect.gen(function* () {
     const usage = (message: string) => new Command.UsageError({ command, message })
     if (raw === undefined) return yield* usage("--input JSON is required (use --input - to read it from stdin)")
-    const text = raw === "-" ? yield* Effect.promise(StdinText.read) : raw
+    const { text, utf8 } = yield* Effect.promise(() => InputText.read(raw))
     if (raw === "-" && text.trim() === "") {
       return yield* usage("--input - read nothing from stdin: pipe the input JSON in (echo '{...}' | core exec NAME --input -)")
+    }
+    if (!utf8) {
+      return yield* usage(
+        `--input${raw === "-" ? " - (stdin)" : ""} is not valid UTF-8: its other bytes would reach the tool as U+FFFD, the replacement character; give the text as UTF-8`,
+      )
     }
     const parsed = Json.parseStrict(text)
     if (!parsed.ok) return yield* usage(`--input is not valid JSON: ${parsed.problem.message}`)

@@ -25,7 +25,7 @@ import type { Settlement } from "../contract/settlement"
 import { ExitCodes } from "./exit-codes"
 import { ReplayNote } from "./replay-note"
 import { ProgressLine } from "./progress-line"
-import { StdinText } from "./stdin-text"
+import { InputText } from "./input-text"
 
 /** How long a sidecar may take to answer health before exec runs in process instead. */
 const HEALTH_TIMEOUT_MS = 1_000
@@ -456,8 +456,11 @@ export const run = async (args: ReadonlyArray<string>): Promise<number | undefin
   const dataDir = resolve(env.CORE_DATA_DIR || join((require("node:os") as typeof import("node:os")).homedir(), ".local/share/core"))
   const found = candidates(dataDir, location)
   if (found.length === 0) return undefined
-  // `--input -` is read only now that there is somewhere to forward to; in process reads the same text (./stdin-text).
-  const parsed = Json.parseStrict(flags.input === "-" ? await StdinText.read() : flags.input)
+  // `--input -` is read only now that there is somewhere to forward to; in process reads the same text (./input-text).
+  // Not JSON, or not UTF-8: in process says what is wrong.
+  const given = await InputText.read(flags.input)
+  if (!given.utf8) return undefined
+  const parsed = Json.parseStrict(given.text)
   if (!parsed.ok) return undefined
   const input = parsed.value
   if (typeof input !== "object" || input === null || Array.isArray(input) || Json.findNul(input) !== undefined) return undefined

@@ -380,6 +380,43 @@ describe("an id that is not valid UTF-8", () => {
   })
 })
 
+// Input bytes that are not UTF-8 reached the tool as U+FFFD each: a write wrote EF BF BD where the bytes were.
+describe("an input that is not valid UTF-8", () => {
+  const run = async (box: ReturnType<typeof sandbox>, script: string) => {
+    const child = Bun.spawn(["sh", "-c", script, await binary(), box.location], {
+      env: { ...process.env, ...box.env },
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()])
+    return { code, stdout, stderr }
+  }
+
+  test("as an argument, after --input= or on stdin is a usage error, and nothing runs", async () => {
+    const box = sandbox({ "tools/echo.ts": echoTool({ record: "echo" }) })
+    const bad = `"$(printf '{"text":"x\\377"}')"`
+    for (const [script, says] of [
+      [`exec "$0" exec echo --input ${bad} --location "$1"`, "--input is not valid UTF-8"],
+      [`exec "$0" exec echo --input=${bad} --location "$1"`, "--input is not valid UTF-8"],
+      [`printf '{"text":"x\\377"}' | "$0" exec echo --input - --location "$1"`, "--input - (stdin) is not valid UTF-8"],
+      [`exec "$0" check echo --input ${bad} --location "$1"`, "--input is not valid UTF-8"],
+    ] as const) {
+      const result = await run(box, script)
+      expect({ script, code: result.code, stdout: result.stdout }).toEqual({ script, code: 2, stdout: "" })
+      expect(result.stderr).toContain(says)
+    }
+    expect(runs(box, "echo")).toBe(0)
+  })
+
+  test("U+FFFD given as UTF-8 is text like any other: the call runs on it", async () => {
+    const box = sandbox({ "tools/echo.ts": echoTool({ record: "echo" }) })
+    const result = await run(box, `exec "$0" exec echo --input '{"text":"x\uFFFDy"}' --location "$1"`)
+    expect(result.code).toBe(0)
+    expect(JSON.parse(result.stdout).structured).toBe("x\uFFFDy")
+    expect(runs(box, "echo")).toBe(1)
+  })
+})
+
 describe("usage errors exit 2 with a message on stderr, nothing on stdout, and run nothing", () => {
   const cases: ReadonlyArray<{ readonly name: string; readonly args: (location: string) => Array<string>; readonly says: ReadonlyArray<string> }> = [
     {

@@ -177,6 +177,31 @@ describe("core exec with a core serve of the same data directory", () => {
     expect(outcomes[2]!.stderr).toContain("--input is not valid JSON")
   })
 
+  test("input that is not UTF-8, as an argument or on stdin: the same usage error as in process; nothing reaches the sidecar", async () => {
+    const sidecar = await ready()
+    const outcomes: Array<{ code: number; stdout: string; stderr: string }> = []
+    for (const [tag, feed, env] of [
+      ["utf8argf", `exec "$0" exec echo --input "$(printf '{"text":"x\\377"}')"`, {}],
+      ["utf8argp", `exec "$0" exec echo --input "$(printf '{"text":"x\\377"}')"`, OFF],
+      ["utf8inf", `printf '{"text":"x\\377"}' | "$0" exec echo --input -`, {}],
+      ["utf8inp", `printf '{"text":"x\\377"}' | "$0" exec echo --input -`, OFF],
+    ] as const) {
+      const child = Bun.spawn(["sh", "-c", `${feed} --location "$1" --session ses_${tag} --call call_${tag}`, await binary(), box.location], {
+        env: { ...process.env, ...box.env, ...env },
+        stdout: "pipe",
+        stderr: "pipe",
+      })
+      const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()])
+      outcomes.push({ code, stdout, stderr })
+      expect(sidecar.stderr()).not.toContain(`call=call_${tag} `)
+    }
+    expect(outcomes[0]).toEqual(outcomes[1]!)
+    expect(outcomes[2]).toEqual(outcomes[3]!)
+    expect(outcomes.map((run) => run.code)).toEqual([2, 2, 2, 2])
+    expect(outcomes[0]!.stderr).toContain("--input is not valid UTF-8")
+    expect(outcomes[2]!.stderr).toContain("--input - (stdin) is not valid UTF-8")
+  })
+
   test("asks: --yes approves once, without a terminal an ask is declined, a protected change is refused; all as in process", async () => {
     const sidecar = await ready()
     const before = runs(box, "deploy")
