@@ -406,11 +406,15 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
           stderr(`core: ${error.message}\n`)
           return EXIT.operational
         }
-        const { result: _result, ...settlement } = JSON.parse(data) as { status: Settlement.Status; result?: unknown }
+        const { result: _result, ...settlement } = JSON.parse(data) as {
+          status: Settlement.Status
+          error?: { readonly kind: string }
+          result?: unknown
+        }
         line?.clear()
         terminal.close()
         const failure = await stdout(`${Terminal.pretty(settlement)}\n`)
-        if (replayed) stderr(ReplayNote.of(call.sessionID, call.toolCallID))
+        if (replayed) stderr(ReplayNote.of(call.sessionID, call.toolCallID, settlement.error?.kind))
         const code = ExitCodes.ofStatus(settlement.status)
         if (failure === undefined) return code
         stderr(`core: could not write to stdout: ${String((failure as Error).message ?? failure)}\n`)

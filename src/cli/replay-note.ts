@@ -5,6 +5,15 @@ export * as ReplayNote from "./replay-note"
 
 import { Terminal } from "../contract/terminal"
 
-export const of = (sessionID: string, toolCallID: string): string =>
-  `core: replayed: call ${Terminal.shown(toolCallID)} of session ${Terminal.shown(sessionID)} was settled before; ` +
-  "this is its recorded settlement and nothing ran (give a new --call to run the tool again)\n"
+/** The note for the call `toolCallID` of `sessionID`, whose settlement's error is of `kind` (if an error). */
+export const of = (sessionID: string, toolCallID: string, kind?: string): string => {
+  const call = `call ${Terminal.shown(toolCallID)} of session ${Terminal.shown(sessionID)}`
+  // Begun before and never settled (its core stopped): not a settlement recorded by whoever ran it.
+  if (kind === "interrupted") {
+    return (
+      `core: replayed: ${call} was started before and never settled; it is answered as interrupted and nothing ran ` +
+      "now (check whether it took effect; give a new --call to run the tool again)\n"
+    )
+  }
+  return `core: replayed: ${call} was settled before; this is its recorded settlement and nothing ran (give a new --call to run the tool again)\n`
+}

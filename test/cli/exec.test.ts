@@ -571,6 +571,14 @@ export const dies = Tool.make({
       expect(settlement.error?.kind).toBe("interrupted")
       expect(settlement.error?.message).toContain(`broken_${tool}`)
       expect(runs(box, tool)).toBe(1)
+      // Never "settled before": it was begun and never settled, and is answered as interrupted, now and after.
+      const note =
+        `core: replayed: call call_${tool} of session ses_defect was started before and never settled; it is answered as ` +
+        "interrupted and nothing ran now (check whether it took effect; give a new --call to run the tool again)\n"
+      expect(again.stderr).toBe(note)
+      const third = await exec(box, `broken_${tool}`, {}, ids)
+      expect(third.stdout).toBe(again.stdout)
+      expect(third.stderr).toBe(note)
     })
   }
 })
