@@ -471,7 +471,8 @@ const needsOf = Effect.fnUntraced(function* (
     return known
   }
   for (const path of CommandChecks.paths(parsed)) {
-    const changes = path.writes || !readsOnly(path.owner)
+    // Written by what its table says this operand is (`sort -o FILE`), or by a command not known to only read.
+    const changes = path.writes || path.access === "write" || path.access === "both" || !readsOnly(path.owner)
     if (path.unknown !== undefined) {
       if (path.writes) edits.add(path.word.text)
       unknownChange ||= changes

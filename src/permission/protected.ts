@@ -369,11 +369,13 @@ export const secretToCommands = (roots: Roots, real: string): boolean =>
 
 /**
  * Commands that change none of the paths they are given. `cd` and the like change none either, but they move where
- * later relative paths lead: see `CommandChecks.directoryChange` (src/shell).
+ * later relative paths lead: see `CommandChecks.directoryChange` (src/shell). `sort` and `uniq` write only where
+ * their file table says (`sort -o FILE`, `uniq IN OUT`): those operands are checked as written whatever this says.
  */
 const READ_ONLY = new Set([
   "cat", "head", "tail", "less", "more", "stat", "file", "du", "wc", "diff", "ls", "grep", "cd", "pushd", "popd",
   "echo", "printf", "test", "[", "[[", "true", "false", "type", "which", "realpath", "readlink", "basename", "dirname",
+  "sort", "uniq",
 ])
 /** `git` subcommands that change no file. */
 const GIT_READ_ONLY = new Set(["status", "diff", "log", "show", "blame", "ls-files", "grep", "rev-parse"])

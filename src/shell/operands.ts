@@ -108,7 +108,7 @@ const FILE_COMMANDS: Readonly<Record<string, FileCommand>> = {
   sort: {
     options: {
       "-o": "target", "--output": "target", "-k": "value", "--key": "value", "-t": "value", "--field-separator": "value",
-      "-S": "value", "--buffer-size": "value", "-T": "name", "--temporary-directory": "name", "--parallel": "value",
+      "-S": "value", "--buffer-size": "value", "-T": "target", "--temporary-directory": "target", "--parallel": "value",
       "--files0-from": "path", "--random-source": "path", "--compress-program": "value",
     },
   },

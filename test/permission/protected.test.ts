@@ -109,6 +109,25 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     changed: (w) => !existsSync(join(w.directory, ".claude/skills/kept/SKILL.md")),
   },
   {
+    // sort and uniq only read the files they are given, but for where they write.
+    name: "bash sort -o core.json",
+    tool: "bash",
+    input: () => ({ command: `sort -o core.json /dev/null` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash sort --output=core.json, abbreviated (--out=)",
+    tool: "bash",
+    input: () => ({ command: `sort --out=core.json /dev/null` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash uniq IN core.json",
+    tool: "bash",
+    input: () => ({ command: `uniq /dev/null core.json` }),
+    changed: coreJsonChanged,
+  },
+  {
     name: "write $CORE_HOME/core.json (absolute)",
     tool: "write",
     input: (w) => ({ filePath: join(w.home, "core.json"), content: '{"permission":{"*":"allow"}}' }),
@@ -374,6 +393,7 @@ describe("protected configuration: what stays ordinary", () => {
       ["bash", { command: "cat core.json && ls tools && grep deny core.json" }],
       ["bash", { command: "cd tools && ls" }],
       ["bash", { command: "echo core.json && git status && git diff core.json" }],
+      ["bash", { command: "sort core.json && uniq -c core.json && sort -u tools/x.ts core.json" }],
       ["grep", { pattern: "deny" }],
     ] as const) {
       const outcome = await w.settle(tool, input, "no-terminal")

@@ -818,6 +818,25 @@ describe("CommandChecks.paths: programs outside the file table", () => {
   })
 })
 
+describe("CommandChecks.paths: what a file command does with each path", () => {
+  const accessed = async (text: string) =>
+    CommandChecks.paths(await parse(text)).map((path) => [path.word.value ?? `?${path.word.text}`, path.writes || path.access])
+
+  // sort and uniq only read their operands (Protected.readsOnly), but for these, which they write.
+  test("sort writes where -o, --output (abbreviated too) and -T say; uniq its second operand", async () => {
+    expect(await accessed("sort -T tools -o out y; sort --temporary-directory=.core --out=core.json y; uniq a b")).toEqual([
+      ["tools", "write"],
+      ["out", "write"],
+      ["y", "read"],
+      [".core", "write"],
+      ["core.json", "write"],
+      ["y", "read"],
+      ["a", "read"],
+      ["b", "write"],
+    ])
+  })
+})
+
 describe("CommandChecks.mentioned: every word that may name a file", () => {
   const mentioned = async (text: string) =>
     CommandChecks.mentioned(await parse(text)).map((path) => [path.word.value ?? `?${path.word.text}`, path.writes])
