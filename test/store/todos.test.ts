@@ -209,7 +209,7 @@ describe("Todos and retention", () => {
           const cutoff = Date.now()
           yield* Effect.promise(() => Bun.sleep(50))
           yield* todos.write({ location: "/p", sessionID: "new" }, [item("new")])
-          // Another connection holds the table for 400 ms: the prune's statement runs that much later.
+          // Another connection holds the table: the prune's statement runs that much later.
           const release = yield* Effect.promise(
             () =>
               new Promise<() => void>((locked) => {
@@ -219,9 +219,23 @@ describe("Todos and retention", () => {
                 })
               }),
           )
-          const timer = setTimeout(release, 400)
+          // Released 400 ms after the prune is seen waiting for it, however long the prune took to get there.
+          const watcher = new SQL(urls.postgres, { max: 1 })
+          const waiting = (async () => {
+            try {
+              for (;;) {
+                const rows = await watcher`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%todos%' AND query NOT ILIKE '%pg_stat_activity%'`
+                if (rows.length > 0) break
+                await Bun.sleep(10)
+              }
+              await Bun.sleep(400)
+            } finally {
+              release()
+              await watcher.close()
+            }
+          })()
           const pruned = yield* store.prune(cutoff, 10)
-          clearTimeout(timer)
+          yield* Effect.promise(() => waiting)
           const read = (sessionID: string) => todos.read({ location: "/p", sessionID })
           return { pruned, old: yield* read("old"), kept: yield* read("new") }
         }).pipe(Effect.provide(Layer.merge(PostgresStore.todosLayer(urls.postgres), PostgresStore.layer(urls.postgres)))),
