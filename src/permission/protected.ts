@@ -369,14 +369,20 @@ export const secretToCommands = (roots: Roots, real: string): boolean =>
 
 /**
  * Commands that change none of the paths they are given. `cd` and the like change none either, but they move where
- * later relative paths lead: see `CommandChecks.directoryChange` (src/shell). `sort` and `uniq` write only where
- * their file table says (`sort -o FILE`, `uniq IN OUT`): those operands are checked as written whatever this says.
+ * later relative paths lead: see `CommandChecks.directoryChange` (src/shell).
  */
 const READ_ONLY = new Set([
   "cat", "head", "tail", "less", "more", "stat", "file", "du", "wc", "diff", "ls", "grep", "cd", "pushd", "popd",
   "echo", "printf", "test", "[", "[[", "true", "false", "type", "which", "realpath", "readlink", "basename", "dirname",
-  "sort", "uniq",
 ])
+/**
+ * `sort` writes where an option says (`-o FILE`, `-T DIR` for its temporary files; in a group of short options, or a
+ * long option by any abbreviation getopt takes: `--out`, `--t`): with none of them, it only reads.
+ */
+const SORT_WRITES = /^(-[A-Za-z]*[oT]|--[ot])/
+/** `uniq` writes its second operand (`uniq IN OUT`, `uniq - OUT`): with one at most (any word not an option, `-` too), it only reads. */
+const uniqReadsOnly = (words: ReadonlyArray<string>): boolean =>
+  words.filter((word) => word === "-" || !word.startsWith("-")).length <= 1 && !words.includes("--")
 /** `git` subcommands that change no file. */
 const GIT_READ_ONLY = new Set(["status", "diff", "log", "show", "blame", "ls-files", "grep", "rev-parse"])
 /** Options of `find` that change files or run commands. */
@@ -398,6 +404,10 @@ export const readsOnly = (text: string): boolean => {
     const subcommand = words.slice(words.indexOf(name) + 1).find((word) => !word.startsWith("-"))
     return subcommand !== undefined && GIT_READ_ONLY.has(subcommand)
   }
+  // The words after the name: an option's value counts as an operand here, which only ever errs towards a change.
+  const rest = words.slice(words.indexOf(name) + 1)
+  if (base === "sort") return !rest.some((word) => SORT_WRITES.test(word))
+  if (base === "uniq") return uniqReadsOnly(rest)
   return READ_ONLY.has(base)
 }
 

@@ -114,7 +114,8 @@ const FILE_COMMANDS: Readonly<Record<string, FileCommand>> = {
   },
   shuf: { options: { "-o": "target", "--output": "target", "-n": "value", "--head-count": "value", "-i": "value", "--input-range": "value", "--random-source": "path" } },
   iconv: { options: { "-o": "target", "--output": "target", "-f": "value", "--from-code": "value", "-t": "value", "--to-code": "value" } },
-  uniq: { access: "output", options: { "-f": "value", "--skip-fields": "value", "-s": "value", "--skip-chars": "value", "-w": "value", "--check-chars": "value", "--group": "value", "--all-repeated": "value" } },
+  // `--group` and `--all-repeated` take a value only attached (`--group=append`): the next word is an operand.
+  uniq: { access: "output", options: { "-f": "value", "--skip-fields": "value", "-s": "value", "--skip-chars": "value", "-w": "value", "--check-chars": "value" } },
   gzip: COMPRESSOR,
   gunzip: COMPRESSOR,
   bzip2: COMPRESSOR,
@@ -330,7 +331,8 @@ export const of = (name: string, written: ReadonlyArray<Word>): Array<Operand> =
       skip--
       continue
     }
-    if (value === "-") continue
+    // `-` is stdin (or stdout): no path, but where operands are counted (`uniq - OUT`) it still takes its place.
+    if (value === "-" && spec.access !== "output") continue
     if (left-- <= 0) break
     positional.push(word)
   }
@@ -346,6 +348,7 @@ export const of = (name: string, written: ReadonlyArray<Word>): Array<Operand> =
   const sources = copying ? (targeted ? positional : positional.slice(0, -1)) : []
   if (target !== -1) found[target] = { ...found[target]!, sources }
   positional.forEach((word, index) => {
+    if (word.value === "-") return
     const last = index === positional.length - 1 && !targeted
     const each: Access =
       moving ? (last ? "write" : "both") : access === "copy" ? (last ? "write" : "read") : access === "output" ? (index === 0 ? "read" : "write") : access

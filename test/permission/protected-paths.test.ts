@@ -71,7 +71,11 @@ describe("Protected.readsOnly", () => {
     for (const command of ["cat core.json", "X=1 ls tools", "/usr/bin/head -n 3 a", "find . -name x", "git diff core.json", "echo core.json", "sort -u core.json", "uniq core.json"]) {
       expect(Protected.readsOnly(command)).toBe(true)
     }
-    for (const command of ["cp a b", "sed -i s/a/b/ x", "find . -delete", "find . -exec rm {} ;", "git checkout core.json", "sudo cat x", "python3 x.py"]) {
+    for (const command of [
+      "cp a b", "sed -i s/a/b/ x", "find . -delete", "find . -exec rm {} ;", "git checkout core.json", "sudo cat x", "python3 x.py",
+      // sort and uniq where they may write: an output or temporary directory (abbreviated, grouped), a second operand.
+      "sort -o x y", "sort -uo x y", "sort --out=x y", "sort --t x y", "sort -Tdir y", "uniq a b", "uniq - b", "uniq --group a b", "uniq -- a",
+    ]) {
       expect(Protected.readsOnly(command)).toBe(false)
     }
   })

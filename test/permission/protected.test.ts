@@ -128,6 +128,24 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     changed: coreJsonChanged,
   },
   {
+    name: "bash uniq - core.json (stdin in, core.json out)",
+    tool: "bash",
+    input: () => ({ command: `uniq - core.json < /dev/null` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash uniq --group IN core.json (--group takes no next word)",
+    tool: "bash",
+    input: () => ({ command: `uniq --group /dev/null core.json` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash uniq - \"$F\" (core.json known only when it runs)",
+    tool: "bash",
+    input: () => ({ command: `F=$(printf core.js; printf on); uniq - "$F" < /dev/null` }),
+    changed: coreJsonChanged,
+  },
+  {
     name: "write $CORE_HOME/core.json (absolute)",
     tool: "write",
     input: (w) => ({ filePath: join(w.home, "core.json"), content: '{"permission":{"*":"allow"}}' }),

@@ -823,6 +823,16 @@ describe("CommandChecks.paths: what a file command does with each path", () => {
     CommandChecks.paths(await parse(text)).map((path) => [path.word.value ?? `?${path.word.text}`, path.writes || path.access])
 
   // sort and uniq only read their operands (Protected.readsOnly), but for these, which they write.
+  test("uniq's second operand is written when the first is stdin (-), or follows --group or --all-repeated", async () => {
+    expect(await accessed("uniq - core.json; uniq --group x tools/a.ts; uniq --all-repeated=prepend -c y .core/z")).toEqual([
+      ["core.json", "write"],
+      ["x", "read"],
+      ["tools/a.ts", "write"],
+      ["y", "read"],
+      [".core/z", "write"],
+    ])
+  })
+
   test("sort writes where -o, --output (abbreviated too) and -T say; uniq its second operand", async () => {
     expect(await accessed("sort -T tools -o out y; sort --temporary-directory=.core --out=core.json y; uniq a b")).toEqual([
       ["tools", "write"],
