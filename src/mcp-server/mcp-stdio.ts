@@ -16,6 +16,8 @@ const ID_SCAN_BYTES = 64 * 1024
 
 type Id = string | number
 
+const UTF8 = new TextDecoder("utf-8", { fatal: true })
+
 const ID_VALUE = /^\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)/
 
 /** The index of the quote that closes the JSON string opening at `start`, or -1 if the text ends first. */
@@ -147,9 +149,21 @@ export class Transport implements McpTransport {
       )
       return
     }
-    const line = Buffer.concat(this.chunks).toString("utf8")
+    const bytes = Buffer.concat(this.chunks)
     this.chunks = []
     this.size = 0
+    let line: string
+    try {
+      line = UTF8.decode(bytes)
+    } catch {
+      // Read as text, its other bytes would be U+FFFD each: two different call ids would be one call.
+      const id = scanId(bytes.toString("utf8"))
+      return this.answer(
+        typeof id === "string" && id.includes("\uFFFD") ? null : (id ?? null),
+        ErrorCode.InvalidRequest,
+        "Invalid request: the message is not valid UTF-8; send JSON text encoded as UTF-8 (bytes that are not would be read as U+FFFD, making different ids and inputs the same).",
+      )
+    }
     this.line(line.endsWith("\r") ? line.slice(0, -1) : line)
   }
 

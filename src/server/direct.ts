@@ -114,8 +114,8 @@ const routeOf = (url: string, mcp: Router.McpEndpoint | undefined): Route | unde
 }
 
 /** A body without a declared length, read up to Respond.MAX_BODY_BYTES: undefined once it is past them. */
-const readCounting = async (request: Request): Promise<string | undefined> => {
-  if (request.body === null) return ""
+const readCounting = async (request: Request): Promise<Uint8Array | undefined> => {
+  if (request.body === null) return new Uint8Array(0)
   const reader = request.body.getReader()
   const chunks: Array<Uint8Array> = []
   let bytes = 0
@@ -129,7 +129,7 @@ const readCounting = async (request: Request): Promise<string | undefined> => {
     }
     chunks.push(value)
   }
-  return new TextDecoder().decode(Buffer.concat(chunks))
+  return Buffer.concat(chunks)
 }
 
 /** A non-empty string of whole characters with no NUL, as the API's `Id` schema takes it. */
@@ -175,10 +175,12 @@ export const make = (options: Options) => {
   const { sidecar } = options
   const calls = sidecar.calls
 
-  /** The request's body as text (undefined past the limit); a failure to read it is the router's 400. */
+  /** The request's body as text (undefined past the limit); a failure to read it, or bytes not UTF-8, the router's 400. */
   const bodyOf = async (request: Request, declared: boolean): Promise<string | undefined | Response> => {
     try {
-      return declared ? await request.text() : await readCounting(request)
+      const bytes = declared ? await request.bytes() : await readCounting(request)
+      if (bytes === undefined) return undefined
+      return Respond.utf8(bytes) ?? problem(Respond.notUtf8)
     } catch (cause) {
       const reason = cause instanceof Error ? cause.message : String(cause)
       return problem(Respond.badRequest(`The request body could not be read: ${reason}`))

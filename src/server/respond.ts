@@ -124,6 +124,25 @@ const describe = (issue: SchemaIssue.Issue): string =>
 const found = (value: unknown): string =>
   Array.isArray(value) ? "an array" : value === null ? "null" : `a ${typeof value}`
 
+const UTF8 = new TextDecoder("utf-8", { fatal: true })
+
+/**
+ * A body that is not UTF-8: read as text, each of its other bytes would be U+FFFD, so two different ids would be one
+ * call (the second answered the first's settlement) and an input would reach its tool as other text than was sent.
+ */
+export const notUtf8 = badRequest(
+  "The request body is not valid UTF-8: send JSON text encoded as UTF-8 (bytes that are not would be read as U+FFFD, making different ids and inputs the same)",
+)
+
+/** A body's bytes as text, or undefined when they are not UTF-8 (see notUtf8). */
+export const utf8 = (bytes: Uint8Array): string | undefined => {
+  try {
+    return UTF8.decode(bytes)
+  } catch {
+    return undefined
+  }
+}
+
 /** Bodies already read, by request: the edge reads a body once its request is trusted, the handler decodes it. */
 const bodies = new WeakMap<object, string>()
 
@@ -138,21 +157,23 @@ export const readText = (request: HttpServerRequest.HttpServerRequest): Effect.E
     if (known !== undefined) return known
     const length = declaredLength(request)
     if (length > MAX_BODY_BYTES) return yield* tooLarge
-    const read: Effect.Effect<string, HttpServerError.HttpServerError> =
+    const read: Effect.Effect<ArrayBuffer | Uint8Array, HttpServerError.HttpServerError> =
       length <= MAX_BODY_BYTES
         ? Effect.tryPromise({
-            try: () => (request.source as Request).text(),
+            try: () => (request.source as Request).bytes(),
             catch: (cause) =>
               new HttpServerError.HttpServerError({ reason: new HttpServerError.RequestParseError({ request, cause }) }),
           })
-        : request.text.pipe(Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES)))
-    const raw = yield* read.pipe(
+        : request.arrayBuffer.pipe(Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES)))
+    const bytes = yield* read.pipe(
       Effect.catchTag("HttpServerError", (cause) =>
         cause.reason._tag === "RequestParseError" && cause.reason.reason === "BodyTooLarge"
           ? Effect.fail(tooLarge)
           : Effect.fail(badRequest(`The request body could not be read: ${cause.message}`)),
       ),
     )
+    const raw = utf8(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes))
+    if (raw === undefined) return yield* notUtf8
     bodies.set(request.source as object, raw)
     return raw
   })

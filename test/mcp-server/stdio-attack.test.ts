@@ -183,6 +183,30 @@ describe("core mcp over stdio against hostile input", () => {
     expect(mcp.child.exitCode).toBe(null)
   }, 60_000)
 
+  // Read as text, bytes that are not UTF-8 were U+FFFD each: `_meta` call ids "k\xff" and "k\xfe" were one call, and
+  // the second answered the first's settlement without running.
+  test("a line that is not UTF-8 is refused, with its id where it can be read, and runs nothing", async () => {
+    const mcp = raw({ "tools/echo.ts": ECHO, ...coreJson({ permission: { "*": "allow" } }) })
+    await mcp.initialize()
+    const line = (id: string, byte: number) =>
+      Buffer.concat([
+        Buffer.from(`{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},"_meta":{"sessionID":"s","toolCallID":"k`),
+        Buffer.from([byte]),
+        Buffer.from(`"}}}\n`),
+      ])
+    mcp.child.stdin.write(Buffer.concat([line("21", 0xff), line("22", 0xfe), line('"q\u00ff"', 0xfe)]))
+    mcp.child.stdin.flush()
+    for (const id of [21, 22]) {
+      const refused = await mcp.next(id)
+      expect(refused.error.code).toBe(-32600)
+      expect(refused.error.message).toContain("not valid UTF-8")
+    }
+    expect((await mcp.next("q\u00ff")).error.code).toBe(-32600)
+    mcp.request(23, "tools/call", { name: "echo", arguments: { text: "in UTF-8" }, _meta: { sessionID: "s", toolCallID: "k\u00ff" } })
+    expect((await mcp.next(23)).result.content[0].text).toBe("in UTF-8")
+    expect(runs(mcp.box, "echo")).toBe(1)
+  }, 30_000)
+
   test("a 20 MB line is answered with an error carrying its id, unread, and the server keeps serving", async () => {
     const mcp = raw({ "tools/echo.ts": ECHO, ...coreJson({ permission: { "*": "allow" } }) })
     await mcp.initialize()

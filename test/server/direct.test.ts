@@ -11,7 +11,7 @@ import { Respond } from "../../src/server/respond"
 import { Router } from "../../src/server/router"
 import { Security } from "../../src/server/security"
 import { echoTool } from "../support/tools"
-import { callBody, HOST, IMPORTS, inProcess, PORT, TOKEN } from "./support"
+import { callBody, HOST, IMPORTS, inProcess, PORT, runs, TOKEN } from "./support"
 
 const BIG = `${IMPORTS}
 export default Tool.make({
@@ -158,6 +158,40 @@ describe("a call answered without the router", () => {
         expect(await answer.text()).toContain("holds a NUL character")
       }
     }
+  })
+
+  // Read as text, bytes that are not UTF-8 were U+FFFD each: "id\xe9" and "id\xe8" were one call, and the second
+  // answered the first's settlement (another command's output) without running. Such a body is refused, whether its
+  // length is declared or it comes in chunks.
+  test("a body that is not UTF-8 is refused with 400 on both paths, declared or chunked, and runs nothing", async () => {
+    const { sidecar, direct, routed, turnID } = await both()
+    const calls = `/v1/turns/${turnID}/calls`
+    const bytes = (id: number) =>
+      Buffer.concat([
+        Buffer.from(`{"sessionID":"s","assistantMessageID":"m","toolCallID":"id`),
+        Buffer.from([id]),
+        Buffer.from(`","name":"echo","input":{"text":"bytes"}}`),
+      ])
+    const request = (body: Uint8Array, chunked: boolean) =>
+      new Request(`http://${HOST}${calls}`, {
+        method: "POST",
+        headers: { host: HOST, authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+        body: chunked ? new Blob([body]).stream() : body,
+      })
+    for (const handler of [direct, routed]) {
+      for (const chunked of [false, true]) {
+        for (const id of [0xe9, 0xe8, 0xff]) {
+          const answer = await handler.handler(request(bytes(id), chunked))
+          expect([chunked, id, answer.status]).toEqual([chunked, id, 400])
+          expect(await answer.text()).toContain("not valid UTF-8")
+        }
+      }
+    }
+    expect(runs(sidecar.box, "echo")).toBe(0)
+    // The same call in UTF-8 runs.
+    const whole = await direct.handler(request(Buffer.from(`{"sessionID":"s","assistantMessageID":"m","toolCallID":"idé","name":"echo","input":{"text":"bytes"}}`), false))
+    expect(whole.status).toBe(200)
+    expect(runs(sidecar.box, "echo")).toBe(1)
   })
 
   test("an operational failure is the router's 500, logged", async () => {
