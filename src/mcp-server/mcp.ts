@@ -128,9 +128,20 @@ export interface Session {
   readonly attach: (host: Host) => Effect.Effect<void>
 }
 
+/**
+ * The id `_meta[key]` names, undefined when it names none (absent, or null). Anything else must be a string that is
+ * not blank: a host's id ignored (a number, an array) would settle the call under another id, and a retry with it
+ * would run the tool again.
+ */
 const metaString = (meta: Record<string, unknown> | undefined, key: string): string | undefined => {
   const value = meta?.[key]
-  return typeof value === "string" && value.trim() !== "" ? value : undefined
+  if (value === undefined || value === null) return undefined
+  if (typeof value === "string" && value.trim() !== "") return value
+  const found = typeof value === "string" ? "a blank string" : Array.isArray(value) ? "an array" : `a ${typeof value}`
+  throw new ProtocolError(
+    ErrorCode.InvalidParams,
+    `Invalid params for tools/call: params._meta.${key} must be a non-empty string (the host's id of the call), not ${found}; send the id as a string, or leave it out`,
+  )
 }
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>

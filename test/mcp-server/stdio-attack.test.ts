@@ -288,6 +288,32 @@ export default Tool.make({
     expect(runs(mcp.box, "echo")).toBe(0)
   }, 60_000)
 
+  // A numeric `_meta.toolCallID` was dropped for the request id: the same host id sent again under another request id
+  // ran the tool a second time.
+  test("_meta ids that are not non-empty strings are invalid params, and nothing runs; null counts as none", async () => {
+    const mcp = raw({ "tools/count.ts": COUNT, ...coreJson({ permission: { "*": "allow" } }) })
+    await mcp.initialize()
+    const metas: ReadonlyArray<Record<string, unknown>> = [
+      { sessionID: "host", toolCallID: 42 },
+      { sessionID: ["host"], toolCallID: "c" },
+      { sessionID: "host", toolCallID: "  " },
+      { sessionID: "host", toolCallID: "c", assistantMessageID: {} },
+    ]
+    for (const [index, _meta] of metas.entries()) {
+      // With a progress token too: the SDK's dispatch, not the plain path, must refuse it as well.
+      for (const progress of [{}, { progressToken: `p${index}` }]) {
+        const id = index * 2 + (Object.keys(progress).length > 0 ? 101 : 100)
+        mcp.request(id, "tools/call", { name: "count", arguments: {}, _meta: { ..._meta, ...progress } })
+        const refused = await mcp.next(id)
+        expect([id, refused.error?.code]).toEqual([id, -32602])
+        expect(refused.error.message).toContain("must be a non-empty string")
+      }
+    }
+    expect(runs(mcp.box, "count")).toBe(0)
+    mcp.request(200, "tools/call", { name: "count", arguments: {}, _meta: { sessionID: null, toolCallID: "host-1" } })
+    expect((await mcp.next(200)).result._meta["core/settlement"].callID).toBe("host-1")
+  }, 60_000)
+
   test("a request id sent again in the same session replays its call: the tool ran once, both answers are one settlement", async () => {
     const mcp = raw({ "tools/count.ts": COUNT, ...coreJson({ permission: { "*": "allow" } }) })
     await mcp.initialize()
