@@ -27,6 +27,7 @@ import { Runtime } from "./runtime"
 import type { Tool } from "../tool/tool"
 import { Host } from "../host/host"
 import { NulInput } from "../host/nul-input"
+import { CallKey } from "../contract/call-key"
 import { Retention } from "../host/retention"
 import { ReplayNote } from "./replay-note"
 
@@ -128,6 +129,11 @@ export const run = (args: ReadonlyArray<string>) =>
       }
       if (values[flag] === "." || values[flag] === "..") {
         return yield* usage(`--${flag} cannot be "${values[flag]}": a URL path reads it as a step, so no route could name the call`)
+      }
+      if (values[flag] !== undefined && CallKey.flawOf(values[flag]) === "long") {
+        return yield* usage(
+          `--${flag} is longer than ${CallKey.MAX_PATH_CHARS} characters escaped for a URL path, so no route could name the call; give a shorter one`,
+        )
       }
     }
     const input = yield* readInput("exec", values.input)

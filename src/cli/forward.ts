@@ -20,6 +20,7 @@ import packageJson from "../../package.json" with { type: "json" }
 import { Json } from "../config/json"
 import { Forwarding } from "../server/forwarding"
 import { AskAnswer } from "./ask-answer"
+import { CallKey } from "../contract/call-key"
 import { Cancelled } from "../contract/cancelled"
 import type { Settlement } from "../contract/settlement"
 import { ExitCodes } from "./exit-codes"
@@ -31,11 +32,6 @@ import { InputText } from "./input-text"
 const HEALTH_TIMEOUT_MS = 1_000
 /** How long it may take to make the turn (it may be loading a Location under a root for the first time). */
 const TURN_TIMEOUT_MS = 30_000
-/**
- * Ids longer than this, escaped for a path, do not fit the routes that name a call by them (its cancel, its
- * settlement): such a call settles in process, where Ctrl-C still reaches it.
- */
-const MAX_PATH_ID = 4096
 /** A record larger than this is not one core serve wrote. */
 const MAX_RECORD_BYTES = 64 * 1024
 
@@ -93,7 +89,8 @@ const flagsOf = (args: ReadonlyArray<string>): Flags | undefined => {
   if (name === undefined || positionals.length !== 1 || values.input === undefined) return undefined
   // Empty, or not UTF-8: in process says what is wrong.
   for (const flag of ["agent", "session", "message", "call"]) if (values[flag]?.trim() === "" || values[flag]?.includes("\uFFFD")) return undefined
-  for (const flag of ["session", "call"]) if (encodeURIComponent(values[flag] ?? "").length > MAX_PATH_ID) return undefined
+  // Ids too long for the routes that name a call (its cancel, its settlement): in process says so.
+  for (const flag of ["agent", "session", "message", "call"]) if (values[flag] !== undefined && !CallKey.keepable(values[flag])) return undefined
   return { ...values, name, input: values.input, yes } as Flags
 }
 

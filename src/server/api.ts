@@ -88,6 +88,7 @@ const EXPECTED_ID = {
   step: 'a string other than "." and ".." (a URL path reads them as steps)',
   nul: "a string with no NUL character (U+0000)",
   surrogate: "a string of well-formed Unicode, with no lone surrogate",
+  long: `a string of at most ${CallKey.MAX_PATH_CHARS} characters escaped for a URL path`,
 } as const
 
 const Id = Schema.NonEmptyString.check(
@@ -96,7 +97,7 @@ const Id = Schema.NonEmptyString.check(
       const flaw = CallKey.flawOf(id)
       return flaw === undefined ? undefined : EXPECTED_ID[flaw]
     },
-    { expected: 'a string of well-formed Unicode with no NUL character, other than "." and ".."' },
+    { expected: `a string of well-formed Unicode with no NUL character, other than "." and "..", of at most ${CallKey.MAX_PATH_CHARS} characters escaped for a URL path` },
   ),
 )
 

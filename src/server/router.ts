@@ -9,6 +9,7 @@ export * as Router from "./router"
 // a body. No CORS headers are ever sent: browsers keep other origins out.
 
 import * as Cause from "effect/Cause"
+import { CallKey } from "../contract/call-key"
 import { Terminal } from "../contract/terminal"
 import * as Effect from "effect/Effect"
 import * as HttpRouter from "effect/http/HttpRouter"
@@ -27,8 +28,8 @@ import { Security } from "./security"
 
 /** Methods answered with 405 on a known path that does not serve them (HEAD falls back to the path's GET route). */
 const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "QUERY"] as const
-/** Ids in paths may be long (a host's own session ids); the router's default limit is 100 characters. */
-const MAX_PARAM_LENGTH = 4096
+/** Ids in paths may be long (a host's own session ids, as long as a call takes: CallKey); the router's default is 100. */
+const MAX_PARAM_LENGTH = CallKey.MAX_PATH_CHARS
 
 export interface Options {
   readonly sidecar: Sidecar.Interface

@@ -487,7 +487,7 @@ describe("a sidecar exec cannot trust", () => {
     expect(sidecar.stderr()).not.toContain("call=call_linked-folder ")
   })
 
-  test("a umask other than the serve's, or ids too long for a path, keep exec in process", async () => {
+  test("a umask other than the serve's, or ids too long for a path, keep exec in process (which refuses the ids)", async () => {
     const box = sandbox({ "tools/echo.ts": echoTool() })
     const sidecar = await serve(box)
     // Files the call's commands create take the umask of the process that runs them: the serve's, forwarded.
@@ -496,9 +496,12 @@ describe("a sidecar exec cannot trust", () => {
       { env: { ...process.env, ...box.env }, stdout: "pipe", stderr: "pipe" },
     )
     expect(await masked.exited).toBe(0)
-    // A session id that does not fit the cancel route's path: Ctrl-C could not reach the call in the sidecar.
+    // A session id that does not fit the cancel route's path: no route could name its call, so no call takes it.
     const long = await core(box, ["exec", "echo", "--input", '{"text":"l"}', "--location", box.location, "--session", "s".repeat(5000), "--call", "call_long"])
-    expect(long.code).toBe(0)
+    const longOff = await core({ ...box, env: { ...box.env, ...OFF } }, ["exec", "echo", "--input", '{"text":"l"}', "--location", box.location, "--session", "s".repeat(5000), "--call", "call_long"])
+    expect(long).toEqual(longOff)
+    expect(long.code).toBe(2)
+    expect(long.stderr).toContain("--session is longer than 4096 characters escaped for a URL path")
     expect(sidecar.stderr()).not.toContain("call=call_umask ")
     expect(sidecar.stderr()).not.toContain("call=call_long ")
     // The same with the serve's umask and a short id: forwarded (so the two above are what kept exec in process).

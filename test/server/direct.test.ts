@@ -148,6 +148,28 @@ describe("a call answered without the router", () => {
 
   // Postgres keeps no NUL in text, and the journal kept "s\0x"/"y" and "s"/"x\0y" as one call: such ids are refused
   // (as a NUL anywhere in a call's body is).
+  // A call under an id longer than the routes take ran, but its cancel and its settlement's route answered "No route".
+  test("an id longer than a route's path takes is refused with 400 on both paths; the longest that fits is named by its route", async () => {
+    const { direct, routed, turnID } = await both()
+    const calls = `/v1/turns/${turnID}/calls`
+    // "é" is 6 characters escaped (%C3%A9): 682 of them are 4,092, 683 are 4,098.
+    for (const handler of [direct, routed]) {
+      for (const ids of [{ sessionID: "é".repeat(683), toolCallID: "y" }, { sessionID: "s", toolCallID: "x".repeat(4097) }]) {
+        const answer = await handler.handler(post(calls, JSON.stringify({ ...callBody({ name: "echo", input: { text: "long" } }), ...ids })))
+        expect(answer.status).toBe(400)
+        expect(await answer.text()).toContain("characters escaped for a URL path")
+      }
+    }
+    const fits = "é".repeat(682)
+    const settled = await direct.handler(post(calls, JSON.stringify({ ...callBody({ name: "echo", input: { text: "fits" } }), sessionID: fits, toolCallID: "z" })))
+    expect(settled.status).toBe(200)
+    const looked = await routed.handler(
+      new Request(`http://${HOST}/v1/settlements/${encodeURIComponent(fits)}/z`, { headers: { host: HOST, authorization: `Bearer ${TOKEN}` } }),
+    )
+    expect(looked.status).toBe(200)
+    expect(JSON.parse(await looked.text())).toMatchObject({ structured: "fits" })
+  })
+
   test("an id holding a NUL is refused with 400 on both paths", async () => {
     const { direct, routed, turnID } = await both()
     const calls = `/v1/turns/${turnID}/calls`
