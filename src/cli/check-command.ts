@@ -6,6 +6,7 @@ export * as CheckCommand from "./check-command"
 
 import * as Effect from "effect/Effect"
 import { Terminal } from "../contract/terminal"
+import { Json } from "../config/json"
 import { Explain } from "../builtin/explain"
 import { Agent } from "../permission/agent"
 import { Permission } from "../permission/permission"
@@ -88,6 +89,12 @@ export const run = (args: ReadonlyArray<string>) =>
     if (provider !== undefined) return yield* usage(`--provider checks the whole Location; it takes no NAME ("${name}")`)
     if (extra.length > 0) return yield* usage(`unexpected argument "${extra[0]}"`)
     const input = yield* ExecCommand.readInput("check", values.input)
+    // No tool takes a NUL character: the call would be refused as invalid input before any check, as exec and the
+    // HTTP check refuse it.
+    const nul = Json.findNul(input)
+    if (nul !== undefined) {
+      return yield* new Command.Exit({ code: Command.EXIT.modelError, message: `invalid input for ${name}: ${Json.describeNul(nul)}` })
+    }
     const environment = Host.environment()
     const prepared = yield* Runtime.prepare("check", environment, values.location)
     const agent = values.agent ?? Agent.DEFAULT_AGENT

@@ -582,6 +582,11 @@ describe("core check", () => {
     const misspelt = await core(box, ["check", "deploy", "--input", '{"targt": "prod"}', "--location", box.location])
     expect(misspelt.code).toBe(1)
     expect(misspelt.stderr).toContain('- targt: unknown key; did you mean "target"?')
+    // A NUL character, which no tool takes: refused as exec and the HTTP check refuse it, with no decision printed.
+    const nul = await core(box, ["check", "deploy", "--input", '{"target": "pr\\u0000od"}', "--location", box.location])
+    expect(nul.code).toBe(1)
+    expect(nul.stdout).toBe("")
+    expect(nul.stderr).toContain("invalid input for deploy: target holds a NUL character")
   })
 
   test("reports an unknown tool with exit 1 and suggestions", async () => {
