@@ -80,6 +80,11 @@ export class Transport implements McpTransport {
    * `tools/call`, which it checks at least as strictly), and then it is not checked again nor passed on.
    */
   takes?: (message: unknown) => boolean
+  /**
+   * Offered a JSON-RPC 2.0 message the SDK's schema refuses: the answer when it is a request whose params its method
+   * refuses (invalid params, naming each problem's place), as `/mcp` answers it; else it is an invalid request.
+   */
+  invalid?: (message: unknown) => JSONRPCMessage | undefined
 
   private chunks: Array<Buffer> = []
   private size = 0
@@ -186,6 +191,11 @@ export class Transport implements McpTransport {
       // Nested too deeply to check: invalid like any other malformed message.
     }
     if (checked?.success === true) return this.onmessage?.(checked.data)
+    const refused = (parsed as { jsonrpc?: unknown } | null)?.jsonrpc === "2.0" ? this.invalid?.(parsed) : undefined
+    if (refused !== undefined) {
+      void this.send(refused).catch(() => undefined)
+      return
+    }
     // A malformed response answers nothing of ours: JSON-RPC never answers a response.
     if (isResponse(parsed)) return this.onerror?.(new Error("a malformed JSON-RPC response was skipped"))
     this.answer(idOf(parsed), ErrorCode.InvalidRequest, "Invalid request: not a JSON-RPC 2.0 request or notification.")

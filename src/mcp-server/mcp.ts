@@ -932,7 +932,10 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         void transport.send(answer).catch((error) => server.onerror?.(new Error(`Failed to send a response: ${error}`)))
       }
       // Over stdio a plain call is taken before the transport's own check of the message (plainCall's is stricter).
-      if (transport instanceof McpStdio.Transport) transport.takes = (message) => answerDirectly(state, message, deliver)
+      if (transport instanceof McpStdio.Transport) {
+        transport.takes = (message) => answerDirectly(state, message, deliver)
+        transport.invalid = invalidParams
+      }
       transport.onmessage = (message, extra) => {
         if (answerDirectly(state, message, deliver)) return
         if (cancelled(state, message)) return

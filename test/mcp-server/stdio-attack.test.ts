@@ -290,7 +290,7 @@ export default Tool.make({
 
   // A numeric `_meta.toolCallID` was dropped for the request id: the same host id sent again under another request id
   // ran the tool a second time.
-  test("_meta ids that are not non-empty strings are invalid params, and nothing runs; null counts as none", async () => {
+  test("_meta ids that are not non-empty strings, and _meta the schema refuses, are invalid params; nothing runs; null counts as none", async () => {
     const mcp = raw({ "tools/count.ts": COUNT, ...coreJson({ permission: { "*": "allow" } }) })
     await mcp.initialize()
     const metas: ReadonlyArray<Record<string, unknown>> = [
@@ -308,6 +308,17 @@ export default Tool.make({
         expect([id, refused.error?.code]).toEqual([id, -32602])
         expect(refused.error.message).toContain("must be a non-empty string")
       }
+    }
+    expect(runs(mcp.box, "count")).toBe(0)
+    // Params the SDK's schema refuses are invalid params naming the place, as /mcp answers them (not an invalid request).
+    for (const [id, _meta, place] of [
+      [150, { progressToken: { x: 1 } }, "params._meta.progressToken"],
+      [151, "str", "params._meta"],
+    ] as const) {
+      mcp.request(id, "tools/call", { name: "count", arguments: {}, _meta })
+      const refused = await mcp.next(id)
+      expect([id, refused.error?.code]).toEqual([id, -32602])
+      expect(refused.error.message).toContain(place)
     }
     expect(runs(mcp.box, "count")).toBe(0)
     mcp.request(200, "tools/call", { name: "count", arguments: {}, _meta: { sessionID: null, toolCallID: "host-1" } })
