@@ -7,6 +7,7 @@ export * as Builtin from "./builtin"
 import { isAbsolute, relative, sep } from "node:path"
 import * as Effect from "effect/Effect"
 import { Boundary } from "../permission/boundary"
+import { Stopping } from "../settlement/stopping"
 import { Permission } from "../permission/permission"
 import type { ManagedOutputs } from "../output/managed-outputs"
 import type { Shell } from "../shell/shell"
@@ -52,13 +53,19 @@ export const requestOf = (context: Tool.Context) => ({
 /**
  * Makes a call's checks, in order, as every tool does (Permission.authorize): a rule denying any resource of any
  * check refuses the call before anything is asked; otherwise each check is asserted in turn, asking where it must.
+ * Made before the tool does anything (`beforeEffects`, as every built-in checks first), a call cancelled in them
+ * settles as cancelled before it ran (Stopping.beforeStart), its text saying nothing of it ran.
  */
 export const authorize = (
   services: Services,
   context: Tool.Context,
   checks: ReadonlyArray<Permission.Check>,
   metadata: Readonly<Record<string, unknown>>,
-): Effect.Effect<void, Permission.Refusal> => services.permission.authorize({ ...requestOf(context), metadata }, checks)
+  beforeEffects = true,
+): Effect.Effect<void, Permission.Refusal> => {
+  const checked = services.permission.authorize({ ...requestOf(context), metadata }, checks)
+  return beforeEffects ? Stopping.beforeStart(checked) : checked
+}
 
 /** Refuses the call when a rule denies any resource of `checks`, asking nothing; succeeds otherwise. */
 export const refuseDenied = (

@@ -21,6 +21,7 @@ import { Pinned } from "../permission/pinned"
 import { Registry } from "../registry/registry"
 import { Distance } from "../registry/distance"
 import { Tool } from "../tool/tool"
+import { Stopping } from "../settlement/stopping"
 import { Builtin } from "./builtin"
 
 /** Bytes of a skill's file `file` reads at most. */
@@ -172,7 +173,9 @@ export const make = (
       Effect.gen(function* () {
         const skill = skills.find((candidate) => candidate.name === input.name)
         if (skill === undefined) return yield* unknown(skills, input.name)
-        yield* services.permission.authorize({ ...Builtin.requestOf(context), metadata: { tool: "skill" } }, checks(skill.name))
+        yield* Stopping.beforeStart(
+          services.permission.authorize({ ...Builtin.requestOf(context), metadata: { tool: "skill" } }, checks(skill.name)),
+        )
         const hidden = Builtin.hidden(services, context.agent, undefined, skill.directory)
         const directory = shownDirectory(services.directory, skill)
         if (input.file !== undefined) {

@@ -304,7 +304,8 @@ const makeTool = (services: Builtin.Services) => {
       // A literal reserved address is refused before anyone is asked; a name is resolved only once the URL is
       // authorized (resolving a name the user would refuse already sends it to a DNS server).
       yield* literalRefusal(services, context.agent, url, reached)
-      yield* Builtin.authorize(services, context, [checkOf(url)], { tool: NAME, url: url.href })
+      // A redirect's hop comes after a request was made: stopped in its checks, the call had done something.
+      yield* Builtin.authorize(services, context, [checkOf(url)], { tool: NAME, url: url.href }, reached.redirects.length === 0)
       const open = opensReserved(services.permission, context.agent, url)
       yield* context.progress({ message: `GET ${url.href}` })
       const started = Date.now()

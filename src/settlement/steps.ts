@@ -341,6 +341,8 @@ export const outputOf = (call: Call, exit: Exit.Exit<unknown, unknown>, stopping
   if (Cause.hasInterruptsOnly(exit.cause)) {
     // Its change was made in full as the cancel came: that is what the call did.
     if (stopping.finished !== undefined) return stopping.finished.output
+    // Stopped in its own permission checks, before it did anything (waiting for a person's answer, say).
+    if (stopping.unstarted && stopping.notes.length === 0) return new Refused(Settlement.cancelledBeforeStart(call.name, call.toolCallID))
     return new Refused(Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled", stopping.notes))
   }
   const error = Cause.findError(exit.cause)

@@ -110,6 +110,20 @@ describe("bash results", () => {
     expect(structured(outcome).timeout).toEqual({ kind: "inactivity", ms: 300 })
   })
 
+  // bash asks before it runs anything: cancelled while a person has not answered, nothing of it ran, and the model
+  // is told so rather than to check for what it may have done. Cancelled once running, it may have done part.
+  test("cancelled while its permission ask waits, it settles as cancelled before it ran; once running, as maybe part done", async () => {
+    const location = harness({ rules: [{ action: "bash", resource: "touch *", effect: "ask" }] })
+    const waiting = await location.settle("bash", { command: "touch made.txt" }, { interruptOnAsk: true })
+    expect(waiting.asks).toHaveLength(1)
+    expect(waiting.settlement.status).toBe("cancelled")
+    expect(textOf(waiting.settlement)).toContain("before it ran (while it waited for permission or for its turn): nothing of it ran")
+    expect(existsSync(join(location.directory, "made.txt"))).toBe(false)
+    const running = await location.settle("bash", { command: "echo started; sleep 5" }, { interruptAt: "started" })
+    expect(running.settlement.status).toBe("cancelled")
+    expect(textOf(running.settlement)).toContain("it may have done part of its work")
+  })
+
   test("progress reaches the call while the command runs", async () => {
     const outcome = await harness().settle("bash", { command: "echo one; sleep 0.5; echo two" })
     expect(outcome.progress[0]).toMatchObject({ message: "one", metadata: { tail: "one\n", bytes: 4 } })

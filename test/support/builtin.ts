@@ -53,6 +53,8 @@ export interface SettleOptions {
    * it); the outcome is then the call settled again: its record, replayed.
    */
   readonly interruptAt?: string
+  /** Interrupts the call as its first permission ask comes, unanswered (as a host cancels a call waiting on a person). */
+  readonly interruptOnAsk?: boolean
   /** The call's sessionID (default "ses_builtin"). */
   readonly session?: string
   /** The call's toolCallID (default a fresh one). */
@@ -170,6 +172,7 @@ export const harness = (options: HarnessOptions = {}): Harness => {
             if (event.type !== "asked") return
             const { action, resources, save } = event.request
             asks.push({ action, resources, save })
+            if (settleOptions.interruptOnAsk === true) return interrupt?.()
             yield* service.reply(event.request.id, settleOptions.reply ?? { reply: "reject" }).pipe(Effect.ignore)
           }),
         ),
