@@ -395,7 +395,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
           )
         const file = output.content
         const requested = Respond.header(route.request, "range")
-        const range = Range.resolve(requested, output.bytes)
+        const range = Range.resolve(requested, output.bytes, Respond.header(route.request, "if-range"))
         const headers = { "accept-ranges": "bytes", "cache-control": "no-store", "x-content-type-options": "nosniff" }
         const contentType = part === "structured" ? "application/json" : "text/plain; charset=utf-8"
         // A local file is sent as a file; an object of the store is streamed (a Blob of the store would be answered

@@ -12,9 +12,13 @@ export type Resolution =
 
 const SINGLE = /^\s*bytes\s*=\s*(\d*)-(\d*)\s*$/i
 
-/** How to answer `header` for content of `size` bytes; `end` is inclusive. */
-export const resolve = (header: string | undefined, size: number): Resolution => {
-  if (header === undefined) return { _tag: "Whole" }
+/**
+ * How to answer `header` for content of `size` bytes; `end` is inclusive. With an `If-Range` (`ifRange`), the whole
+ * content: core sends no validator (no ETag, no Last-Modified) that one could match, and a range asked for on a
+ * validator that does not match is ignored (RFC 9110 §13.1.5).
+ */
+export const resolve = (header: string | undefined, size: number, ifRange?: string): Resolution => {
+  if (header === undefined || ifRange !== undefined) return { _tag: "Whole" }
   const match = SINGLE.exec(header)
   if (match === null) return { _tag: "Whole" }
   const [, first = "", last = ""] = match

@@ -32,6 +32,15 @@ describe("Range.resolve", () => {
     expect(reason("bytes=-5", 0)).toContain("empty")
   })
 
+  // core sends no validator an If-Range could match: a range asked for on one is ignored, as RFC 9110 says.
+  test("a range with If-Range, any, is answered with the whole content; If-Range alone changes nothing", () => {
+    for (const ifRange of ['"xyz"', "Wed, 21 Oct 2015 07:28:00 GMT", ""]) {
+      expect(Range.resolve("bytes=0-9", 100, ifRange)).toEqual({ _tag: "Whole" })
+      expect(Range.resolve("bytes=100-", 100, ifRange)).toEqual({ _tag: "Whole" })
+    }
+    expect(Range.resolve(undefined, 100, '"xyz"')).toEqual({ _tag: "Whole" })
+  })
+
   test("no header, several ranges, other units, spaces inside a range and nonsense are answered with the whole content", () => {
     for (const header of [
       undefined,
