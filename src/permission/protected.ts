@@ -380,9 +380,27 @@ const READ_ONLY = new Set([
  * long option by any abbreviation getopt takes: `--out`, `--t`): with none of them, it only reads.
  */
 const SORT_WRITES = /^(-[A-Za-z]*[oT]|--[ot])/
-/** `uniq` writes its second operand (`uniq IN OUT`, `uniq - OUT`): with one at most (any word not an option, `-` too), it only reads. */
-const uniqReadsOnly = (words: ReadonlyArray<string>): boolean =>
-  words.filter((word) => word === "-" || !word.startsWith("-")).length <= 1 && !words.includes("--")
+/** A redirection's word (`>out`, `2>/dev/null`, `<in`, `&>log`), and whether it is the operator alone (its target next). */
+const REDIRECTION = /^(\d*|&)(>>?|<|>&|<&|<>)/
+const OPERATOR_ALONE = /^(\d*|&)(>>?|<|>&|<&|<>)$/
+
+/**
+ * `uniq` writes its second operand (`uniq IN OUT`, `uniq - OUT`): with one at most (any word not an option, `-` too,
+ * past the redirections, which the checks see for themselves), it only reads.
+ */
+const uniqReadsOnly = (words: ReadonlyArray<string>): boolean => {
+  if (words.includes("--")) return false
+  let operands = 0
+  for (let index = 0; index < words.length; index++) {
+    const word = words[index]!
+    if (REDIRECTION.test(word)) {
+      if (OPERATOR_ALONE.test(word)) index++
+      continue
+    }
+    if (word === "-" || !word.startsWith("-")) operands++
+  }
+  return operands <= 1
+}
 /** `git` subcommands that change no file. */
 const GIT_READ_ONLY = new Set(["status", "diff", "log", "show", "blame", "ls-files", "grep", "rev-parse"])
 /** Options of `find` that change files or run commands. */

@@ -68,7 +68,8 @@ describe("Protected.secret", () => {
 
 describe("Protected.readsOnly", () => {
   test("knows the commands that only read, and takes any other as one that may change what it names", () => {
-    for (const command of ["cat core.json", "X=1 ls tools", "/usr/bin/head -n 3 a", "find . -name x", "git diff core.json", "echo core.json", "sort -u core.json", "uniq core.json"]) {
+    for (const command of ["cat core.json", "X=1 ls tools", "/usr/bin/head -n 3 a", "find . -name x", "git diff core.json", "echo core.json", "sort -u core.json", "uniq core.json",
+      "uniq -c core.json > out", "uniq core.json 2>/dev/null >>out", "uniq < in > out"]) {
       expect(Protected.readsOnly(command)).toBe(true)
     }
     for (const command of [
