@@ -462,17 +462,9 @@ const needsOf = Effect.fnUntraced(function* (
   const unsure = new Set<string>()
   let unknownChange = false
   const moves = parsed.commands.some((command) => CommandChecks.directoryChange(command.words) !== undefined)
-  // Whether a command only reads, once per command: its text is each of its paths' owner (a command of 40,000
-  // words read whole for each of them took minutes).
-  const readOnly = new Map<string, boolean>()
-  const readsOnly = (owner: string): boolean => {
-    let known = readOnly.get(owner)
-    if (known === undefined) readOnly.set(owner, (known = Protected.readsOnly(owner)))
-    return known
-  }
   for (const path of CommandChecks.paths(parsed)) {
     // Written by what its table says this operand is (`sort -o FILE`), or by a command not known to only read.
-    const changes = path.writes || path.access === "write" || path.access === "both" || !readsOnly(path.owner)
+    const changes = path.writes || path.access === "write" || path.access === "both" || !path.readsOnly
     if (path.unknown !== undefined) {
       if (path.writes) edits.add(path.word.text)
       unknownChange ||= changes
@@ -507,7 +499,7 @@ const needsOf = Effect.fnUntraced(function* (
   // Any other word that may name a file a command changes (CommandChecks.mentioned: an argument of a program not in
   // the file table, an option's value such as `of=x`), naming a protected place: `git checkout core.json`.
   for (const word of CommandChecks.mentioned(parsed)) {
-    if (!word.writes && readsOnly(word.owner)) continue
+    if (!word.writes && word.readsOnly) continue
     if (word.unknown !== undefined) {
       unknownChange ||= word.writes
       continue

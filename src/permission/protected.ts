@@ -380,52 +380,48 @@ const READ_ONLY = new Set([
  * long option by any abbreviation getopt takes: `--out`, `--t`): with none of them, it only reads.
  */
 const SORT_WRITES = /^(-[A-Za-z]*[oT]|--[ot])/
-/** A redirection's word (`>out`, `2>/dev/null`, `<in`, `&>log`), and whether it is the operator alone (its target next). */
-const REDIRECTION = /^(\d*|&)(>>?|<|>&|<&|<>)/
-const OPERATOR_ALONE = /^(\d*|&)(>>?|<|>&|<&|<>)$/
 
 /**
- * `uniq` writes its second operand (`uniq IN OUT`, `uniq - OUT`): with one at most (any word not an option, `-` too,
- * past the redirections, which the checks see for themselves), it only reads.
+ * `uniq` writes its second operand (`uniq IN OUT`, `uniq - OUT`): with one at most, it only reads. Every word after
+ * the first operand counts as one, as it is when POSIXLY_CORRECT is set (`uniq IN -w/../OUT`), and so does an
+ * option's value (`-f 1`): both only ever err towards a change.
  */
 const uniqReadsOnly = (words: ReadonlyArray<string>): boolean => {
-  if (words.includes("--")) return false
   let operands = 0
-  for (let index = 0; index < words.length; index++) {
-    const word = words[index]!
-    if (REDIRECTION.test(word)) {
-      if (OPERATOR_ALONE.test(word)) index++
-      continue
-    }
-    if (word === "-" || !word.startsWith("-")) operands++
+  for (const word of words) {
+    if (word === "--") return false
+    if (operands > 0 || word === "-" || !word.startsWith("-")) operands++
   }
   return operands <= 1
 }
 /** `git` subcommands that change no file. */
 const GIT_READ_ONLY = new Set(["status", "diff", "log", "show", "blame", "ls-files", "grep", "rev-parse"])
 /** Options of `find` that change files or run commands. */
-const FIND_ACTIONS = /(^|\s)-(delete|exec|execdir|ok|okdir|fprint|fprint0|fprintf|fls)(\s|$)/
+const FIND_ACTIONS = /^-(delete|exec|execdir|ok|okdir|fprint|fprint0|fprintf|fls)$/
 
 /**
- * Whether the shell command `text` (as checked: its name first, after any `NAME=value` words) only reads the paths
- * it names. Anything not known to be read-only is taken as one that may change them.
+ * Whether a simple command only reads the paths it names, given its words' values (the name first, then its
+ * arguments, without its redirections, which are checked for themselves), a value undefined where it is known only
+ * when the command runs (an expansion, a pattern). Anything not known to be read-only is taken as one that may
+ * change them; so is a command whose options matter when one of them is not known (`sort -$X`, `find . $ACTION`).
  */
-export const readsOnly = (text: string): boolean => {
-  const words = text.trim().split(/\s+/)
-  const name = words.find((word) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(word))
+export const readsOnly = (words: ReadonlyArray<string | undefined>): boolean => {
+  const name = words[0]
   if (name === undefined) return false
   const base = name.slice(name.lastIndexOf("/") + 1)
-  if (base === "find") return !FIND_ACTIONS.test(text)
+  const rest = words.slice(1)
+  if (!READ_ONLY.has(base) && rest.some((word) => word === undefined)) return false
+  const known = rest as ReadonlyArray<string>
+  if (base === "find") return !known.some((word) => FIND_ACTIONS.test(word))
   // sed changes files only in place (-i); a script that writes (`w`) or runs (`e`) is asked by the bash checks.
-  if (base === "sed") return !words.some((word) => /^(-[A-Za-z]*i|--in-place)/.test(word))
+  if (base === "sed") return !known.some((word) => /^(-[A-Za-z]*i|--in-place)/.test(word))
   if (base === "git") {
-    const subcommand = words.slice(words.indexOf(name) + 1).find((word) => !word.startsWith("-"))
+    const subcommand = known.find((word) => !word.startsWith("-"))
     return subcommand !== undefined && GIT_READ_ONLY.has(subcommand)
   }
-  // The words after the name: an option's value counts as an operand here, which only ever errs towards a change.
-  const rest = words.slice(words.indexOf(name) + 1)
-  if (base === "sort") return !rest.some((word) => SORT_WRITES.test(word))
-  if (base === "uniq") return uniqReadsOnly(rest)
+  // An option's value counts as an operand here, which only ever errs towards a change.
+  if (base === "sort") return !known.some((word) => SORT_WRITES.test(word))
+  if (base === "uniq") return uniqReadsOnly(known)
   return READ_ONLY.has(base)
 }
 

@@ -6,6 +6,7 @@ export * as CommandChecks from "./command-checks"
 
 import { homedir } from "node:os"
 import { basename, dirname, resolve } from "node:path"
+import { Protected } from "../permission/protected"
 import { Arity } from "./arity"
 import { CommandLine } from "./command-line"
 import { Flags } from "./flags"
@@ -57,6 +58,11 @@ export interface Path {
   readonly writes: boolean
   /** The resource of the command (or statement) it belongs to. */
   readonly owner: string
+  /**
+   * Whether that command is known to only read the paths it names (`cat`, `sort` without `-o`: Protected.readsOnly,
+   * on its words as the shell will give them); false for a statement's redirection or code a string holds.
+   */
+  readonly readsOnly: boolean
   /** Why where it leads cannot be known before the line runs; undefined when it can. */
   readonly unknown: string | undefined
   /**
@@ -279,15 +285,15 @@ export const paths = (parsed: Parsed): ReadonlyArray<Path> => {
   const found: Array<Path> = []
   // A line that mentions HOME at all may change it, and with it what `~` means.
   const homeMoves = /(^|[^A-Za-z0-9_])HOME([^A-Za-z0-9_]|$)/.test(parsed.text)
-  const add = (word: Word, writes: boolean, owner: string, access?: Operands.Access) =>
-    found.push({ word, writes, owner, unknown: unknownWhy(word, homeMoves), ...(access === undefined ? {} : { access }) })
-  const visit = (words: ReadonlyArray<Word>, owner: string) => {
+  const add = (word: Word, writes: boolean, owner: string, reads: boolean, access?: Operands.Access) =>
+    found.push({ word, writes, owner, readsOnly: reads, unknown: unknownWhy(word, homeMoves), ...(access === undefined ? {} : { access }) })
+  const visit = (words: ReadonlyArray<Word>, owner: string, reads: boolean) => {
     const name = basename(words[0]!.value!)
     const known = Operands.isFileCommand(name)
     const operands = known ? Operands.of(name, words) : Operands.guessed(name, words)
-    for (const operand of operands) add(operand.word, operand.writes, owner, known ? operand.access : undefined)
-    if (name === "cd" && words.length === 1) add(HOME, false, owner)
-    for (const inner of Runs.of(words).commands) visit(inner, owner)
+    for (const operand of operands) add(operand.word, operand.writes, owner, reads, known ? operand.access : undefined)
+    if (name === "cd" && words.length === 1) add(HOME, false, owner, reads)
+    for (const inner of Runs.of(words).commands) visit(inner, owner, reads)
   }
   for (const command of parsed.commands) {
     // A variable set to a place outside (`F=/etc; sort $F/passwd`) is checked like a path of that place.
@@ -295,18 +301,27 @@ export const paths = (parsed: Parsed): ReadonlyArray<Path> => {
       command.kind === "assignment"
         ? [command.text]
         : [...command.assignments, ...(command.kind === "declaration" ? command.words.slice(1).map((word) => word.value ?? word.text) : [])]
+    const reads = onlyReads(command)
     for (const assignment of assignments) {
       const place = Operands.assigned(assignment)
-      if (place !== undefined) add(place, false, command.within ?? command.resource)
+      if (place !== undefined) add(place, false, command.within ?? command.resource, reads)
     }
     if (command.kind !== "command") continue
     const owner = command.within ?? command.resource
-    for (const redirect of command.redirects) add(redirect.target, redirect.writes, owner)
-    visit(command.words, owner)
+    for (const redirect of command.redirects) add(redirect.target, redirect.writes, owner, reads)
+    visit(command.words, owner, reads)
   }
-  for (const { owner, redirect } of parsed.statements) add(redirect.target, redirect.writes, owner)
+  for (const { owner, redirect } of parsed.statements) add(redirect.target, redirect.writes, owner, false)
   return found
 }
+
+/**
+ * Whether a command only reads what it names, by its words' values as the shell gives them (`-$'o'` is `-o`; an
+ * expansion or a pattern may be any option). Code a string holds (`bash -c '…'`) counts as its shell, which may
+ * do anything.
+ */
+const onlyReads = (command: CommandLine.Simple): boolean =>
+  command.kind === "command" && command.within === undefined && Protected.readsOnly(command.words.map((word) => (word.glob ? undefined : word.value)))
 
 /** File commands that change what their operands name. */
 const CHANGERS: ReadonlySet<string> = new Set([
@@ -326,9 +341,10 @@ const CHANGERS: ReadonlySet<string> = new Set([
 export const mentioned = (parsed: Parsed): ReadonlyArray<Path> => {
   const found: Array<Path> = []
   const homeMoves = /(^|[^A-Za-z0-9_])HOME([^A-Za-z0-9_]|$)/.test(parsed.text)
-  const add = (word: Word, writes: boolean, owner: string) => found.push({ word, writes, owner, unknown: unknownWhy(word, homeMoves) })
   for (const command of parsed.commands) {
     const owner = command.within ?? command.resource
+    const reads = onlyReads(command)
+    const add = (word: Word, writes: boolean, owner: string) => found.push({ word, writes, owner, readsOnly: reads, unknown: unknownWhy(word, homeMoves) })
     const words = command.kind === "command" || command.kind === "declaration" ? command.words.slice(1) : []
     for (const text of command.kind === "assignment" ? [command.text] : command.assignments) {
       const value = text.slice(text.indexOf("=") + 1)
@@ -350,7 +366,9 @@ export const mentioned = (parsed: Parsed): ReadonlyArray<Path> => {
     }
     for (const redirect of command.redirects) add(redirect.target, redirect.writes, owner)
   }
-  for (const { owner, redirect } of parsed.statements) add(redirect.target, redirect.writes, owner)
+  for (const { owner, redirect } of parsed.statements) {
+    found.push({ word: redirect.target, writes: redirect.writes, owner, readsOnly: false, unknown: unknownWhy(redirect.target, homeMoves) })
+  }
   return found
 }
 
@@ -366,7 +384,7 @@ const changed = (parsed: Parsed): ReadonlyArray<Path> => {
     for (const inner of Runs.of(words).commands) {
       const name = basename(inner[0]?.value ?? "")
       if (CHANGERS.has(name) || (name === "sed" && inner.some((word) => /^(-[A-Za-z]*i|--in-place)/.test(word.value ?? "")))) {
-        for (const word of inner.slice(1)) found.push({ word, writes: true, owner, unknown: undefined })
+        for (const word of inner.slice(1)) found.push({ word, writes: true, owner, readsOnly: false, unknown: undefined })
       }
       visit(inner, owner)
     }

@@ -146,6 +146,68 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     changed: coreJsonChanged,
   },
   {
+    // The words sort and uniq get are known only once the shell has expanded them.
+    name: "bash sort -$'o' core.json (an option made by quoting)",
+    tool: "bash",
+    input: () => ({ command: `sort -$'o' core.json /dev/null` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash uniq -$'' core.json (stdin made by quoting)",
+    tool: "bash",
+    input: () => ({ command: `uniq -$'' core.json < /dev/null` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash uniq -${X} core.json (an expansion that is empty)",
+    tool: "bash",
+    input: () => ({ command: `X=; uniq -\${X} core.json < /dev/null` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash sort -[o] core.json (a glob matching a file named -o)",
+    tool: "bash",
+    setup: (w) => writeFileSync(join(w.directory, "-o"), ""),
+    input: () => ({ command: `sort -[o] core.json /dev/null` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash uniq core.j* (a glob naming an input and core.json)",
+    tool: "bash",
+    setup: (w) => writeFileSync(join(w.directory, "core.j"), ""),
+    input: () => ({ command: `uniq core.j*` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash POSIXLY_CORRECT=1 uniq IN -w/../core.json (an operand that looks like an option)",
+    tool: "bash",
+    setup: (w) => mkdirSync(join(w.directory, "-w")),
+    input: () => ({ command: `POSIXLY_CORRECT=1 uniq /dev/null -w/../core.json` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash find -de\"lete\" (an action made by quoting)",
+    tool: "bash",
+    input: () => ({ command: `find . -name core.json -de"lete"` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash A='x cat ' git checkout core.json (a prefix assignment holding a read-only name)",
+    tool: "bash",
+    // core.json as committed differs from the file: checking it out would change it.
+    setup: (w) => {
+      const git = (...args: Array<string>) => Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: w.directory })
+      const rules = readFileSync(join(w.directory, "core.json"), "utf8")
+      git("init", "-q")
+      writeFileSync(join(w.directory, "core.json"), "{}")
+      git("add", "core.json")
+      git("commit", "-qm", "c")
+      writeFileSync(join(w.directory, "core.json"), rules)
+    },
+    input: () => ({ command: `A='x cat ' git checkout core.json` }),
+    changed: coreJsonChanged,
+  },
+  {
     name: "write $CORE_HOME/core.json (absolute)",
     tool: "write",
     input: (w) => ({ filePath: join(w.home, "core.json"), content: '{"permission":{"*":"allow"}}' }),
