@@ -30,6 +30,15 @@ const stringEnd = (text: string, start: number): number => {
   return -1
 }
 
+/** An id's JSON text read as a value, undefined where it is not valid JSON (`01`, `"\q"`). */
+const parsedId = (text: string): Id | undefined => {
+  try {
+    return JSON.parse(text) as Id
+  } catch {
+    return undefined
+  }
+}
+
 /** The top-level `id` of a JSON object's text, read from its beginning alone (the rest may be missing). */
 export const scanId = (text: string): Id | undefined => {
   let depth = 0
@@ -42,7 +51,7 @@ export const scanId = (text: string): Id | undefined => {
         const colon = /^\s*:/.exec(text.slice(end + 1, end + 64))
         if (colon !== null) {
           const value = ID_VALUE.exec(text.slice(end + 1 + colon[0].length, end + 1 + colon[0].length + 1024))
-          return value === null ? undefined : (JSON.parse(value[1]!) as Id)
+          return value === null ? undefined : parsedId(value[1]!)
         }
       }
       index = end

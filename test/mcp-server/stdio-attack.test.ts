@@ -194,6 +194,9 @@ describe("core mcp over stdio against hostile input", () => {
         Buffer.from([byte]),
         Buffer.from(`"}}}\n`),
       ])
+    // An id that is not valid JSON (`01`, a bad escape) is not one that can be read: answered with id null.
+    mcp.child.stdin.write(Buffer.concat([line("01", 0xff), line('"\\q"', 0xff)]))
+    for (let index = 0; index < 2; index++) expect((await mcp.next(null)).error.message).toContain("not valid UTF-8")
     mcp.child.stdin.write(Buffer.concat([line("21", 0xff), line("22", 0xfe), line('"q\u00ff"', 0xfe)]))
     mcp.child.stdin.flush()
     for (const id of [21, 22]) {
@@ -214,12 +217,17 @@ describe("core mcp over stdio against hostile input", () => {
     mcp.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"text":"${text}"}}}\n`)
     // Only the beginning of a line too large is read: an id after 20 MB of params cannot be, so the answer has id null.
     mcp.send(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"text":"${text}"}},"id":10}\n`)
+    // An id at the start that is not valid JSON (`01`) cannot be read either.
+    mcp.send(`{"jsonrpc":"2.0","id":01,"method":"tools/call","params":{"name":"echo","arguments":{"text":"${text}"}}}\n`)
     mcp.request(11, "tools/call", { name: "echo", arguments: { text: "after the flood" } })
     const refused = await mcp.next(9)
     expect(refused.error.code).toBe(-32600)
     expect(refused.error.message).toContain("too large")
-    const unread = await mcp.next(null)
-    expect(unread.error.code).toBe(-32600)
+    for (let index = 0; index < 2; index++) {
+      const unread = await mcp.next(null)
+      expect(unread.error.code).toBe(-32600)
+      expect(unread.error.message).toContain("too large")
+    }
     expect((await mcp.next(11)).result.content[0].text).toBe("after the flood")
     expect(runs(mcp.box, "echo")).toBe(1)
     expect(mcp.child.exitCode).toBe(null)
