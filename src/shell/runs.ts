@@ -600,19 +600,29 @@ const RUNS_ITS_OWN: ReadonlySet<string> = new Set([
   "sg", "newgrp", "login", "xterm", "konsole", "gnome-terminal", "alacritty", "kitty", "wezterm", "foot",
 ])
 
-/** Options of tar that run a command. */
-const TAR_RUNS = /^(--to-command|--checkpoint-action|--use-compress-program|--info-script|--new-volume-script|--rsh-command|-I|-F)(=|$)|^-[A-Za-z]*[IF]$/
+/** Short options of tar that run a command (`-I PROG`, `-F SCRIPT`), alone, in a group or with their value attached. */
+const TAR_RUNS = /^-[A-Za-z]*[IF]/
+/** Whether a word of tar's is an option that runs a command: short, or long by any start of its name. */
+const tarRuns = (value: string): boolean =>
+  TAR_RUNS.test(value) ||
+  // `--checkpoint` is an option of its own, not a start of `--checkpoint-action`.
+  (!/^--checkpoint(=|$)/.test(value) &&
+    longOption(value, "to-command", "checkpoint-action", "use-compress-program", "info-script", "new-volume-script", "rsh-command"))
 
 /** Commands whose own options say whether, and what, they run. */
 const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | undefined>> = {
   tar: (words) =>
-    words.slice(1).some((word) => TAR_RUNS.test(word.value ?? word.text)) ? opaque("tar is told to run a command") : NOTHING,
+    words.slice(1).some((word) => tarRuns(word.value ?? word.text)) ||
+    // The traditional first word, letters without a dash (`tar cIf PROG a.tar d`).
+    /^[A-Za-z]*[IF]/.test(words[1]?.value ?? words[1]?.text ?? "")
+      ? opaque("tar is told to run a command")
+      : NOTHING,
   npm: (words) =>
     ["exec", "x"].includes(words[1]?.value ?? "") && has(split(words.slice(1), ["-p", "--package"]).options, ["-c", "--call"])
       ? opaque("npm exec -c runs a command line core cannot read")
       : undefined,
   man: (words) =>
-    words.slice(1).some((word) => /^(-P|-H|--pager|--html)(=|$)|^-[A-Za-z]*[PH]/.test(word.value ?? word.text))
+    words.slice(1).some((word) => /^-[A-Za-z]*[PH]/.test(word.value ?? word.text) || longOption(word.value ?? word.text, "pager", "html"))
       ? opaque("man is told which program to run")
       : NOTHING,
   // `hash -p PATH NAME` makes NAME run PATH; `enable` loads or hides builtins; either changes what a name runs.
@@ -778,14 +788,14 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
   scp: (words) => (sshLike(words, "S") ? opaque("scp is told to run a local command") : undefined),
   sftp: (words) => (sshLike(words, "SD") ? opaque("sftp is told to run a local command") : undefined),
   // Options of otherwise plain programs that name a program to run.
-  zip: (words) => (words.slice(1).some((word) => /^(-TT|--unzip-command)(=|$)/.test(word.value ?? word.text)) ? opaque("zip is told which command tests the archive") : undefined),
-  sort: (words) => (words.slice(1).some((word) => /^--compress-program(=|$)/.test(word.value ?? word.text)) ? opaque("sort is told which program compresses its temporary files") : undefined),
-  wget: (words) => (words.slice(1).some((word) => /^--use-askpass(=|$)/.test(word.value ?? word.text)) ? opaque("wget is told which program asks for a password") : undefined),
-  sdiff: (words) => (words.slice(1).some((word) => /^--diff-program(=|$)/.test(word.value ?? word.text)) ? opaque("sdiff is told which diff program to run") : undefined),
+  zip: (words) => (words.slice(1).some((word) => /^-TT(=|$)/.test(word.value ?? word.text) || longOption(word.value ?? word.text, "unzip-command")) ? opaque("zip is told which command tests the archive") : undefined),
+  sort: (words) => (words.slice(1).some((word) => longOption(word.value ?? word.text, "compress-program")) ? opaque("sort is told which program compresses its temporary files") : undefined),
+  wget: (words) => (words.slice(1).some((word) => longOption(word.value ?? word.text, "use-askpass")) ? opaque("wget is told which program asks for a password") : undefined),
+  sdiff: (words) => (words.slice(1).some((word) => longOption(word.value ?? word.text, "diff-program")) ? opaque("sdiff is told which diff program to run") : undefined),
   socat: (words) => (words.slice(1).some((word) => /^(EXEC|SYSTEM)[:,]/i.test(word.value ?? word.text)) ? opaque("socat runs a command as one end of its connection") : undefined),
   // `less '+!cmd'` runs cmd; a lesskey file can set LESSOPEN, an input preprocessor.
   less: (words) =>
-    words.slice(1).some((word) => /^\+|^(-k|--lesskey-file|--lesskey-src|--lesskey-content)/.test(word.value ?? word.text))
+    words.slice(1).some((word) => /^\+|^-k/.test(word.value ?? word.text) || longOption(word.value ?? word.text, "lesskey-file", "lesskey-src", "lesskey-content"))
       ? opaque("less is given commands or key bindings that can run a program")
       : NOTHING,
   // npx runs the program named after its options (a wrapper: ./arity), or with -c a command line.
@@ -842,12 +852,12 @@ const aliasWords = (text: string): Array<string> | undefined => {
 }
 
 /**
- * Whether `value` is one of the long options `names`, as git's option parser takes it: written whole or as any
- * start of its name two letters or longer (`--exe` is `--exec`, `--upload-pa` is `--upload-pack`), with or
- * without `=VALUE`.
+ * Whether `value` may be one of the long options `names`, as getopt (and git's option parser) takes it: written
+ * whole or as any start of its name (`--exe` is `--exec`, `--compress` is `--compress-program`), with or without
+ * `=VALUE`. A start that other options share too is taken as one of `names`: the program refuses it as ambiguous.
  */
 const longOption = (value: string, ...names: ReadonlyArray<string>): boolean => {
-  const given = /^--([a-z][a-z-]+)(=|$)/.exec(value)?.[1]
+  const given = /^--([a-z][a-z0-9-]*)(=|$)/.exec(value)?.[1]
   return given !== undefined && names.some((name) => name.startsWith(given))
 }
 

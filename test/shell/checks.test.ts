@@ -172,10 +172,23 @@ describe("options that hand a program a command are checked as that command", ()
       "vim -S x.vim f",
       "LESS='+!rm x' less f",
       "MANOPT='-P x' man ls",
+      // Long options by any start of their name, as getopt takes them.
+      "sort --compress=./x f",
+      "sort --com=./x f",
+      "zip --unzip=./x a.zip f",
+      "wget --use-ask=./x u",
+      "sdiff --diff=./x a b",
+      "less --lesskey-s=k f",
+      "man --pa=./x ls",
+      "tar --to-c=./x -xf a.tar",
+      "tar --use-comp=./x -cf a.tar d",
+      "tar --checkpoint-a=exec=./x -cf a.tar d",
+      "tar -Ish -cf a.tar d",
+      "tar cIf ./x a.tar d",
     ]) {
       expect([line, (await opaque(line)).length > 0]).toEqual([line, true])
     }
-    for (const line of ["zip -r a.zip d", "sort -u f", "vim f", "socat - TCP:localhost:80"]) expect([line, await opaque(line)]).toEqual([line, []])
+    for (const line of ["zip -r a.zip d", "sort -u f", "sort --check f", "vim f", "socat - TCP:localhost:80", "tar --checkpoint=10 -cf a.tar d", "tar cvzf a.tar d", "tar -xzf a.tar", "wget --user=me u"]) expect([line, await opaque(line)]).toEqual([line, []])
   })
 })
 
