@@ -30,14 +30,17 @@ const stringEnd = (text: string, start: number): number => {
   return -1
 }
 
-/** An id's JSON text read as a value, undefined where it is not valid JSON (`01`, `"\q"`). */
-const parsedId = (text: string): Id | undefined => {
+/** A JSON text's value, undefined where it is not valid JSON. */
+const parsedOrUndefined = (text: string): unknown => {
   try {
-    return JSON.parse(text) as Id
+    return JSON.parse(text)
   } catch {
     return undefined
   }
 }
+
+/** An id's JSON text read as a value, undefined where it is not valid JSON (`01`, `"\q"`). */
+const parsedId = (text: string): Id | undefined => parsedOrUndefined(text) as Id | undefined
 
 /** The top-level `id` of a JSON object's text, read from its beginning alone (the rest may be missing). */
 export const scanId = (text: string): Id | undefined => {
@@ -171,7 +174,10 @@ export class Transport implements McpTransport {
       line = UTF8.decode(bytes)
     } catch {
       // Read as text, its other bytes would be U+FFFD each: two different call ids would be one call.
-      const id = scanId(bytes.toString("utf8"))
+      const lossy = bytes.toString("utf8")
+      // JSON-RPC never answers a response, well formed or not.
+      if (isResponse(parsedOrUndefined(lossy))) return this.onerror?.(new Error("a JSON-RPC response that is not UTF-8 was skipped"))
+      const id = scanId(lossy)
       return this.answer(
         typeof id === "string" && id.includes("\uFFFD") ? null : (id ?? null),
         ErrorCode.InvalidRequest,

@@ -81,7 +81,9 @@ const raw = (files: Record<string, string>, args: ReadonlyArray<string> = []) =>
     await next(0)
     send(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`)
   }
-  return { box, child, send, request, next, initialize, notifications }
+  /** How many answers with this id were read and not yet taken. */
+  const unread = (id: string | number | null) => answers.get(id)?.length ?? 0
+  return { box, child, send, request, next, initialize, notifications, unread }
 }
 
 /** Writes `finished` to ran.log only if it is not cancelled within a second and a half. */
@@ -197,6 +199,8 @@ describe("core mcp over stdio against hostile input", () => {
     // An id that is not valid JSON (`01`, a bad escape) is not one that can be read: answered with id null.
     mcp.child.stdin.write(Buffer.concat([line("01", 0xff), line('"\\q"', 0xff)]))
     for (let index = 0; index < 2; index++) expect((await mcp.next(null)).error.message).toContain("not valid UTF-8")
+    // A response (to nothing core asked) that is not UTF-8 is skipped: JSON-RPC never answers a response.
+    mcp.child.stdin.write(Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":31,"result":{"x":"'), Buffer.from([0xff]), Buffer.from('"}}\n')]))
     mcp.child.stdin.write(Buffer.concat([line("21", 0xff), line("22", 0xfe), line('"q\u00ff"', 0xfe)]))
     mcp.child.stdin.flush()
     for (const id of [21, 22]) {
@@ -207,6 +211,7 @@ describe("core mcp over stdio against hostile input", () => {
     expect((await mcp.next("q\u00ff")).error.code).toBe(-32600)
     mcp.request(23, "tools/call", { name: "echo", arguments: { text: "in UTF-8" }, _meta: { sessionID: "s", toolCallID: "k\u00ff" } })
     expect((await mcp.next(23)).result.content[0].text).toBe("in UTF-8")
+    expect(mcp.unread(31)).toBe(0)
     expect(runs(mcp.box, "echo")).toBe(1)
   }, 30_000)
 
