@@ -418,6 +418,10 @@ interface Needs {
   readonly unparsed: string | undefined
 }
 
+/** A process's own view of /proc, by its text: what is under it differs for the command and for core. */
+const PROCESS_VIEW = /^\/proc\/(self|thread-self|\d+)(\/|$)/
+const PROCESS_VIEW_WHY = "it changes a path in a process's own view of /proc, which core cannot look up for the command"
+
 /** The longest command bash can be given (one argument: Linux's MAX_ARG_STRLEN less its terminating NUL). */
 const MAX_COMMAND_BYTES = 128 * 1024 - 1
 
@@ -462,6 +466,8 @@ const needsOf = Effect.fnUntraced(function* (
   const unsure = new Set<string>()
   let unknownChange = false
   const moves = parsed.commands.some((command) => CommandChecks.directoryChange(command.words) !== undefined)
+  // The commands changing a path through a process's own view of /proc: asked as ones changing a path not known.
+  const viewed = new Set<string>()
   for (const path of CommandChecks.paths(parsed)) {
     // Written by what its table says this operand is (`sort -o FILE`), or by a command not known to only read.
     const changes = path.writes || path.access === "write" || path.access === "both" || !path.readsOnly
@@ -474,6 +480,12 @@ const needsOf = Effect.fnUntraced(function* (
     const absolute = CommandChecks.locate(path.word, workdir.real)
     if (absolute === undefined) continue
     const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: absolute }))
+    // Through a process's own view of /proc (`/proc/self/cwd/core.json`, a link to `/proc/self/fd/0`) it leads
+    // where core, another process, cannot look for the command: a change there is one of a path not known.
+    if (changes && resolved._tag === "Success" && resolved.success.perProcess) {
+      viewed.add(path.owner)
+      continue
+    }
     const secret = resolved._tag === "Success" && Protected.secretToCommands(roots, resolved.success.real)
     // Only read, by what the command is (`cat`, `ls`) or by what its table says this operand is (a copy's source).
     if (secret && !path.writes && (!changes || path.access === "read" || path.access === "none")) {
@@ -505,7 +517,8 @@ const needsOf = Effect.fnUntraced(function* (
       continue
     }
     const absolute = CommandChecks.locate(word.word, workdir.real)
-    if (absolute !== undefined && Protected.named(roots, absolute)) written.add(absolute)
+    if (absolute !== undefined && PROCESS_VIEW.test(absolute)) viewed.add(word.owner)
+    else if (absolute !== undefined && Protected.named(roots, absolute)) written.add(absolute)
   }
   // The files the line reads or changes by what its commands do: each meets the `read` or `edit` rules on its path.
   const files = yield* LineFiles.of({
@@ -524,9 +537,14 @@ const needsOf = Effect.fnUntraced(function* (
     secrets,
     edits,
     unsure,
-    unknownChange,
-    plain: checks.filter((check) => check.opaque === undefined),
-    opaque: checks.filter((check) => check.opaque !== undefined),
+    unknownChange: unknownChange || viewed.size > 0,
+    plain: checks.filter((check) => check.opaque === undefined && !viewed.has(check.resource)),
+    opaque: [
+      ...checks.filter((check) => check.opaque !== undefined),
+      ...[...viewed]
+        .filter((resource) => !checks.some((check) => check.opaque !== undefined && check.resource === resource))
+        .map((resource): CommandChecks.Check => ({ resource, save: undefined, opaque: PROCESS_VIEW_WHY })),
+    ],
     unparsed: parsed.unparsed,
   } satisfies Needs
 })

@@ -50,6 +50,11 @@ export interface Resolved {
   readonly externalDirectory: string | undefined
   /** When outside: `<externalDirectory>/*`, the resource a permission check uses. */
   readonly pattern: string | undefined
+  /**
+   * Whether the path leads through a process's own view of /proc (`/proc/self/cwd/x`, `/dev/stdin`, a link to
+   * `/proc/self/fd/0`): `real` is where it leads for core, and another process (a command) finds something else there.
+   */
+  readonly perProcess: boolean
 }
 
 /** Whether `path` is `root` or lies under it, compared segment by segment (so /x/app2 is not within /x/app). */
@@ -60,6 +65,7 @@ export const isWithin = (root: string, path: string): boolean => {
 }
 
 interface Walked {
+  readonly perProcess: boolean
   readonly real: string
   readonly kind: Kind
 }
@@ -84,12 +90,16 @@ const detailOf = (cause: unknown): string => (cause instanceof Error ? cause.mes
  * rather than with realpath so that a dangling symlink still leads to its target: otherwise a link to a missing
  * file outside the Location would look like a new file inside it.
  */
+/** A process's own directory under /proc: what is under it differs from one process to another. */
+const PER_PROCESS = /^\/proc\/(self|thread-self|\d+)$/
+
 const walk = (absolute: string): Result.Result<Walked, Stop> => {
   const root = parse(absolute).root
   const pending = segmentsOf(absolute.slice(root.length))
   let current = root
   let kind: Kind = "directory"
   let links = 0
+  let perProcess = false
   while (pending.length > 0) {
     const segment = pending.shift()!
     if (kind === "file" || kind === "other") return Result.fail({ reason: "not_a_directory", at: current })
@@ -107,6 +117,7 @@ const walk = (absolute: string): Result.Result<Walked, Stop> => {
       continue
     }
     const next = join(current, segment)
+    perProcess ||= PER_PROCESS.test(next)
     if (kind === "missing") {
       current = next
       continue
@@ -136,7 +147,7 @@ const walk = (absolute: string): Result.Result<Walked, Stop> => {
     current = next
     kind = kindOf(stats)
   }
-  return Result.succeed({ real: current, kind })
+  return Result.succeed({ real: current, kind, perProcess })
 }
 
 /** The shortest prefix of `requested` that exists and is not a directory, following links. */
@@ -238,7 +249,7 @@ export const resolve = Effect.fn("Boundary.resolve")(function* (options: Options
   const walked = walk(requested)
   if (Result.isFailure(walked)) return yield* Effect.fail(failure(options.path, location, requested, walked.failure))
 
-  const { real, kind } = walked.success
+  const { real, kind, perProcess } = walked.success
   const inside = isWithin(home.success.real, real)
   // A root that cannot be resolved grants nothing.
   const readable =
@@ -252,6 +263,6 @@ export const resolve = Effect.fn("Boundary.resolve")(function* (options: Options
     externalDirectory === undefined
       ? undefined
       : `${externalDirectory}${externalDirectory.endsWith(sep) ? "" : sep}*`
-  const resolved: Resolved = { requested, real, exists: kind !== "missing", kind, inside, readable, externalDirectory, pattern }
+  const resolved: Resolved = { requested, real, exists: kind !== "missing", kind, inside, readable, externalDirectory, pattern, perProcess }
   return resolved
 })

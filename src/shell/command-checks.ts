@@ -60,7 +60,8 @@ export interface Path {
   readonly owner: string
   /**
    * Whether that command is known to only read the paths it names (`cat`, `sort` without `-o`: Protected.readsOnly,
-   * on its words as the shell will give them); false for a statement's redirection or code a string holds.
+   * on its words as the shell will give them); for a statement's redirection, whether every command it applies to
+   * is; false for code a string holds.
    */
   readonly readsOnly: boolean
   /** Why where it leads cannot be known before the line runs; undefined when it can. */
@@ -308,10 +309,14 @@ export const paths = (parsed: Parsed): ReadonlyArray<Path> => {
     }
     if (command.kind !== "command") continue
     const owner = command.within ?? command.resource
-    for (const redirect of command.redirects) add(redirect.target, redirect.writes, owner, reads)
+    const reopened = reopens(command)
+    for (const redirect of command.redirects) add(redirect.target, redirect.writes || reopened, owner, reads)
     visit(command.words, owner, reads)
   }
-  for (const { owner, redirect } of parsed.statements) add(redirect.target, redirect.writes, owner, false)
+  for (const statement of parsed.statements) {
+    const { owner, redirect } = statement
+    add(redirect.target, redirect.writes || statementReopens(parsed, statement), owner, statementReads(statement))
+  }
   return found
 }
 
@@ -322,6 +327,42 @@ export const paths = (parsed: Parsed): ReadonlyArray<Path> => {
  */
 const onlyReads = (command: CommandLine.Simple): boolean =>
   command.kind === "command" && command.within === undefined && Protected.readsOnly(command.words.map((word) => (word.glob ? undefined : word.value)))
+
+/**
+ * Whether a statement's redirection is only read by what it applies to (`{ cat; wc -l; } < in`, and `ls && wc -l <
+ * in`, which the grammar reads as the list's): each of its commands only reads. Not when they cannot be told.
+ */
+const statementReads = (statement: CommandLine.Statement): boolean =>
+  statement.commands !== undefined && statement.commands.every(onlyReads)
+
+/**
+ * Paths that reopen what one of the process's descriptors is open on (`/dev/stdin`, `/dev/fd/3`,
+ * `/proc/self/fd/0`): written, they write the file a redirection opened, though it opened it only to read.
+ */
+const DESCRIPTOR = /^\/(dev\/(std(in|out|err)|fd\/\d+)|proc\/(self|thread-self)\/fd\/\d+)\/?$/
+
+/** Whether a redirection writes through a descriptor's path. */
+const throughDescriptor = ({ writes, target }: CommandLine.Redirect): boolean =>
+  writes && target.value !== undefined && DESCRIPTOR.test(resolve("/", target.value))
+
+/**
+ * Whether a command may write through a descriptor's path (`echo x < core.json > /dev/stdin`, `tee /dev/fd/3
+ * 3<in`): then a file it is given to read may be written too. A relative path is taken as if from `/`, and a
+ * program that may write is taken to name one in any form (`of=/dev/stdin`, `-o/dev/fd/3`), which only ever errs
+ * towards a change.
+ */
+const reopens = (command: CommandLine.Simple): boolean =>
+  command.redirects.some(throughDescriptor) ||
+  (!onlyReads(command) && command.words.slice(1).some((word) => word.value !== undefined && /\/(dev\/(std|fd)|proc\/)/.test(word.value)))
+
+/**
+ * Whether a statement's redirection may be written through a descriptor's path: by a command it applies to, or by
+ * another redirection of the same statement (`< core.json > /dev/stdin` truncates core.json with no command at all).
+ */
+const statementReopens = (parsed: Parsed, statement: CommandLine.Statement): boolean =>
+  statement.commands === undefined ||
+  statement.commands.some(reopens) ||
+  parsed.statements.some((other) => other.commands === statement.commands && other.owner === statement.owner && throughDescriptor(other.redirect))
 
 /** File commands that change what their operands name. */
 const CHANGERS: ReadonlySet<string> = new Set([
@@ -364,10 +405,12 @@ export const mentioned = (parsed: Parsed): ReadonlyArray<Path> => {
         if (part !== undefined) add({ text: part, value: part, glob: false, tilde: part.startsWith("~") }, changes || written, owner)
       }
     }
-    for (const redirect of command.redirects) add(redirect.target, redirect.writes, owner)
+    const reopened = reopens(command)
+    for (const redirect of command.redirects) add(redirect.target, redirect.writes || reopened, owner)
   }
-  for (const { owner, redirect } of parsed.statements) {
-    found.push({ word: redirect.target, writes: redirect.writes, owner, readsOnly: false, unknown: unknownWhy(redirect.target, homeMoves) })
+  for (const statement of parsed.statements) {
+    const { owner, redirect } = statement
+    found.push({ word: redirect.target, writes: redirect.writes || statementReopens(parsed, statement), owner, readsOnly: statementReads(statement), unknown: unknownWhy(redirect.target, homeMoves) })
   }
   return found
 }

@@ -73,12 +73,23 @@ export interface Opaque {
   readonly protected?: string
 }
 
+/** A redirection of a statement that is not a simple command (`{ a; b; } < in`), with the statement's text. */
+export interface Statement {
+  readonly owner: string
+  readonly redirect: Redirect
+  /**
+   * The commands it applies to (`a` and `b`), as found in the line, the same array for each redirection of the
+   * statement; undefined where they cannot be told (a command whose name is an expansion, a function's body).
+   */
+  readonly commands: ReadonlyArray<Simple> | undefined
+}
+
 export interface Parsed {
   /** The line as given. */
   readonly text: string
   readonly commands: ReadonlyArray<Simple>
-  /** Redirections of statements that are not simple commands (`{ a; b; } > out`), with the statement's text. */
-  readonly statements: ReadonlyArray<{ readonly owner: string; readonly redirect: Redirect }>
+  /** Redirections of statements that are not simple commands (`{ a; b; } > out`). */
+  readonly statements: ReadonlyArray<Statement>
   /** What the line runs that cannot be known from its text. */
   readonly opaque: ReadonlyArray<Opaque>
   /** Why the grammar cannot read the line; undefined when it can. */
@@ -110,7 +121,7 @@ interface Collector {
   /** The outermost command whose code string is being read, if any. */
   readonly within: string | undefined
   readonly commands: Array<Simple>
-  readonly statements: Array<{ readonly owner: string; readonly redirect: Redirect }>
+  readonly statements: Array<Statement>
   readonly opaque: Array<Opaque>
   unparsed: string | undefined
   /** Variables whose value the line itself makes a number, so evaluating them as arithmetic runs nothing. */
@@ -225,7 +236,8 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
   const redirects = [...gathered.redirects, ...outer.redirects]
   const rest = [...args, ...gathered.words, ...outer.words]
   if (!named) {
-    for (const redirect of redirects) collector.statements.push({ owner: collector.within ?? node.text, redirect })
+    const commands: ReadonlyArray<Simple> = []
+    for (const redirect of redirects) collector.statements.push({ owner: collector.within ?? node.text, redirect, commands })
     return
   }
   if (name === undefined || name.value === undefined || name.value === "" || name.glob) {
@@ -234,7 +246,7 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
     const text = [...assignments, name?.text ?? "", ...rest.map((word) => word.text)].join(" ") + suffixOf(redirects)
     const resource = collector.within ?? text
     collector.opaque.push({ resource, reason: `its command name ${name?.text ?? ""} is not known before it runs` })
-    for (const redirect of redirects) collector.statements.push({ owner: resource, redirect })
+    for (const redirect of redirects) collector.statements.push({ owner: resource, redirect, commands: undefined })
     return
   }
   addCommand(assignments, [name, ...rest], redirects, node.text, collector)
@@ -341,8 +353,11 @@ const walk = (node: Node, collector: Collector, outer: Gathered = { redirects: [
       if (body?.type === "command") walk(body, collector, gathered)
       else {
         if (gathered.words.length > 0) collector.unparsed ??= "it gives arguments after a redirection"
-        for (const redirect of gathered.redirects) collector.statements.push({ owner: collector.within ?? node.text, redirect })
+        // `a && b < in` is read by the grammar as the list's redirection: it applies to the commands of the body.
+        const from = collector.commands.length
         if (body !== null) walk(body, collector)
+        const commands = collector.commands.slice(from)
+        for (const redirect of gathered.redirects) collector.statements.push({ owner: collector.within ?? node.text, redirect, commands })
       }
       for (const child of node.children) if (child !== null && child.id !== body?.id) walk(child, collector)
       return
@@ -392,7 +407,9 @@ const walk = (node: Node, collector: Collector, outer: Gathered = { redirects: [
       if (parent !== null && !["command", "redirected_statement", "heredoc_redirect"].includes(parent.type)) {
         const gathered: Gathered = { redirects: [], words: [] }
         redirection(node, gathered)
-        for (const redirect of gathered.redirects) collector.statements.push({ owner: collector.within ?? parent.text, redirect })
+        for (const redirect of gathered.redirects) {
+          collector.statements.push({ owner: collector.within ?? parent.text, redirect, commands: undefined })
+        }
       }
       break
     }

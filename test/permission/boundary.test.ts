@@ -56,6 +56,7 @@ describe("Boundary.resolve", () => {
       readable: true,
       externalDirectory: undefined,
       pattern: undefined,
+      perProcess: false,
     })
   })
 
@@ -137,6 +138,13 @@ describe("Boundary.resolve", () => {
     expect(within.inside).toBe(true)
   })
 
+  test("a path through a process's own view of /proc says so, by name or by a link", () => {
+    symlinkSync("/proc/self/fd/0", join(location, "stdin-link"))
+    for (const path of ["/proc/self/cwd/core.json", "/proc/thread-self/root/etc", `/proc/${process.pid}/fd/1`, "/dev/stdin", "stdin-link"]) {
+      expect(resolve(path).perProcess).toBe(true)
+    }
+    for (const path of ["/proc/cpuinfo", "/proc/selfish", "/dev/null", "src/a.ts"]) expect(resolve(path).perProcess).toBe(false)
+  })
   test("a relative link target with .. is resolved from the link's directory", () => {
     const resolved = resolve("up/b.txt")
     expect(resolved.real).toBe(join(realOutside, "b.txt"))
@@ -153,6 +161,7 @@ describe("Boundary.resolve", () => {
       readable: true,
       externalDirectory: undefined,
       pattern: undefined,
+      perProcess: false,
     })
   })
 

@@ -208,6 +208,58 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     changed: coreJsonChanged,
   },
   {
+    // A descriptor's path opens again, for writing, the file a redirection opened only to read.
+    name: "bash echo < core.json > /dev/stdin (a read redirection written through its descriptor)",
+    tool: "bash",
+    input: () => ({ command: `echo '{}' < core.json > /dev/stdin` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash echo 3<core.json >/dev/fd/3",
+    tool: "bash",
+    input: () => ({ command: `echo '{}' 3<core.json >/dev/fd/3` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash { echo > /dev/stdin; } < core.json (a statement's redirection)",
+    tool: "bash",
+    input: () => ({ command: `{ echo '{}' > /proc/self/fd/0; } < core.json` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash < core.json > /dev/stdin (redirections alone, no command)",
+    tool: "bash",
+    input: () => ({ command: `< core.json > /dev/stdin` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash ls && echo < core.json > /dev/stdin (redirections the grammar gives the list)",
+    tool: "bash",
+    input: () => ({ command: `ls && echo '{}' < core.json > /dev/stdin` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash cp x /dev/stdin < core.json (a program writing the descriptor's path)",
+    tool: "bash",
+    setup: (w) => writeFileSync(join(w.directory, "x"), "{}"),
+    input: () => ({ command: `cp x /dev/stdin < core.json` }),
+    changed: coreJsonChanged,
+  },
+  {
+    // /proc/self is the command's own for the command, core's for core: core cannot look it up for the command.
+    name: "bash echo > /proc/self/cwd/core.json",
+    tool: "bash",
+    input: () => ({ command: `echo '{}' > /proc/self/cwd/core.json` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash echo < core.json > in, in a link to /proc/self/fd/0 made before",
+    tool: "bash",
+    setup: (w) => symlinkSync("/proc/self/fd/0", join(w.directory, "in")),
+    input: () => ({ command: `echo '{}' < core.json > in` }),
+    changed: coreJsonChanged,
+  },
+  {
     name: "write $CORE_HOME/core.json (absolute)",
     tool: "write",
     input: (w) => ({ filePath: join(w.home, "core.json"), content: '{"permission":{"*":"allow"}}' }),
@@ -474,6 +526,9 @@ describe("protected configuration: what stays ordinary", () => {
       ["bash", { command: "cd tools && ls" }],
       ["bash", { command: "echo core.json && git status && git diff core.json" }],
       ["bash", { command: "sort core.json && uniq -c core.json && sort -u tools/x.ts core.json" }],
+      // A redirection the grammar gives the whole list, and one of a statement, only read by what they apply to.
+      ["bash", { command: "ls tools && wc -l < tools/x.ts" }],
+      ["bash", { command: "{ head -c 1; wc -l; } < core.json && echo hi > /dev/stderr; cat < core.json" }],
       ["grep", { pattern: "deny" }],
     ] as const) {
       const outcome = await w.settle(tool, input, "no-terminal")
