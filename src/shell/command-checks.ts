@@ -313,9 +313,10 @@ export const paths = (parsed: Parsed): ReadonlyArray<Path> => {
     for (const redirect of command.redirects) add(redirect.target, redirect.writes || reopened, owner, reads)
     visit(command.words, owner, reads)
   }
+  const use = statementUses(parsed)
   for (const statement of parsed.statements) {
-    const { owner, redirect } = statement
-    add(redirect.target, redirect.writes || statementReopens(parsed, statement), owner, statementReads(statement))
+    const { reads, reopened } = use(statement)
+    add(statement.redirect.target, statement.redirect.writes || reopened, statement.owner, reads)
   }
   return found
 }
@@ -327,13 +328,6 @@ export const paths = (parsed: Parsed): ReadonlyArray<Path> => {
  */
 const onlyReads = (command: CommandLine.Simple): boolean =>
   command.kind === "command" && command.within === undefined && Protected.readsOnly(command.words.map((word) => (word.glob ? undefined : word.value)))
-
-/**
- * Whether a statement's redirection is only read by what it applies to (`{ cat; wc -l; } < in`, and `ls && wc -l <
- * in`, which the grammar reads as the list's): each of its commands only reads. Not when they cannot be told.
- */
-const statementReads = (statement: CommandLine.Statement): boolean =>
-  statement.commands !== undefined && statement.commands.every(onlyReads)
 
 /**
  * Paths that reopen what one of the process's descriptors is open on (`/dev/stdin`, `/dev/fd/3`,
@@ -355,14 +349,43 @@ const reopens = (command: CommandLine.Simple): boolean =>
   command.redirects.some(throughDescriptor) ||
   (!onlyReads(command) && command.words.slice(1).some((word) => word.value !== undefined && /\/(dev\/(std|fd)|proc\/)/.test(word.value)))
 
+/** How a statement's redirection is used by what it applies to. */
+interface Use {
+  /** Each command it applies to only reads (`{ cat; wc -l; } < in`, and `ls && wc -l < in`, which the grammar reads as the list's). */
+  readonly reads: boolean
+  /**
+   * It may be written through a descriptor's path: by a command it applies to, or by another redirection of the
+   * same statement (`< core.json > /dev/stdin` truncates core.json with no command at all).
+   */
+  readonly reopened: boolean
+}
+
 /**
- * Whether a statement's redirection may be written through a descriptor's path: by a command it applies to, or by
- * another redirection of the same statement (`< core.json > /dev/stdin` truncates core.json with no command at all).
+ * How each statement's redirection is used, worked out once per statement and once per command: a line holds tens
+ * of thousands of them at most, and comparing each with every other took seconds.
  */
-const statementReopens = (parsed: Parsed, statement: CommandLine.Statement): boolean =>
-  statement.commands === undefined ||
-  statement.commands.some(reopens) ||
-  parsed.statements.some((other) => other.commands === statement.commands && other.owner === statement.owner && throughDescriptor(other.redirect))
+const statementUses = (parsed: Parsed): ((statement: CommandLine.Statement) => Use) => {
+  const written = new Set(parsed.statements.filter((statement) => throughDescriptor(statement.redirect)).map((statement) => statement.commands))
+  const commands = new Map<CommandLine.Simple, Use>()
+  const ofCommand = (command: CommandLine.Simple): Use => {
+    let use = commands.get(command)
+    if (use === undefined) commands.set(command, (use = { reads: onlyReads(command), reopened: reopens(command) }))
+    return use
+  }
+  const statements = new Map<ReadonlyArray<CommandLine.Simple>, Use>()
+  // What they apply to cannot be told: neither only reads, and either may write.
+  const unknown: Use = { reads: false, reopened: true }
+  return (statement) => {
+    if (statement.commands === undefined) return unknown
+    let use = statements.get(statement.commands)
+    if (use === undefined) {
+      const uses = statement.commands.map(ofCommand)
+      use = { reads: uses.every((each) => each.reads), reopened: written.has(statement.commands) || uses.some((each) => each.reopened) }
+      statements.set(statement.commands, use)
+    }
+    return use
+  }
+}
 
 /** File commands that change what their operands name. */
 const CHANGERS: ReadonlySet<string> = new Set([
@@ -408,9 +431,11 @@ export const mentioned = (parsed: Parsed): ReadonlyArray<Path> => {
     const reopened = reopens(command)
     for (const redirect of command.redirects) add(redirect.target, redirect.writes || reopened, owner)
   }
+  const use = statementUses(parsed)
   for (const statement of parsed.statements) {
     const { owner, redirect } = statement
-    found.push({ word: redirect.target, writes: redirect.writes || statementReopens(parsed, statement), owner, readsOnly: statementReads(statement), unknown: unknownWhy(redirect.target, homeMoves) })
+    const { reads, reopened } = use(statement)
+    found.push({ word: redirect.target, writes: redirect.writes || reopened, owner, readsOnly: reads, unknown: unknownWhy(redirect.target, homeMoves) })
   }
   return found
 }
