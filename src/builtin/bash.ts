@@ -466,8 +466,9 @@ const needsOf = Effect.fnUntraced(function* (
   const unsure = new Set<string>()
   let unknownChange = false
   const moves = parsed.commands.some((command) => CommandChecks.directoryChange(command.words) !== undefined)
-  // The commands changing a path through a process's own view of /proc: asked as ones changing a path not known.
-  const viewed = new Set<string>()
+  // The commands changing a path through a process's own view of /proc, with why: asked as ones changing a path
+  // not known.
+  const viewed = new Map<string, string>()
   for (const path of CommandChecks.paths(parsed)) {
     // Written by what its table says this operand is (`sort -o FILE`), or by a command not known to only read.
     const changes = path.writes || path.access === "write" || path.access === "both" || !path.readsOnly
@@ -483,7 +484,7 @@ const needsOf = Effect.fnUntraced(function* (
     // Through a process's own view of /proc (`/proc/self/cwd/core.json`, a link to `/proc/self/fd/0`) it leads
     // where core, another process, cannot look for the command: a change there is one of a path not known.
     if (changes && resolved._tag === "Success" && resolved.success.perProcess) {
-      viewed.add(path.owner)
+      viewed.set(path.owner, PROCESS_VIEW_WHY)
       continue
     }
     const secret = resolved._tag === "Success" && Protected.secretToCommands(roots, resolved.success.real)
@@ -517,7 +518,7 @@ const needsOf = Effect.fnUntraced(function* (
       continue
     }
     const absolute = CommandChecks.locate(word.word, workdir.real)
-    if (absolute !== undefined && PROCESS_VIEW.test(absolute)) viewed.add(word.owner)
+    if (absolute !== undefined && PROCESS_VIEW.test(absolute)) viewed.set(word.owner, PROCESS_VIEW_WHY)
     else if (absolute !== undefined && Protected.named(roots, absolute)) written.add(absolute)
   }
   // The files the line reads or changes by what its commands do: each meets the `read` or `edit` rules on its path.
@@ -529,6 +530,11 @@ const needsOf = Effect.fnUntraced(function* (
     ...(editDenied === undefined ? {} : { editDenied }),
   })
   for (const path of files.written) written.add(path)
+  if (files.viewed) viewed.set(command.trim(), PROCESS_VIEW_WHY)
+  // There a relative path may name a descriptor (`> fd/0` in /dev reopens what `0<` opened to read).
+  if (workdir.perProcess || /^\/(dev|proc)(\/|$)/.test(workdir.real)) {
+    viewed.set(command.trim(), `it runs in ${workdir.real}, where a relative path may name one of its descriptors`)
+  }
   return {
     workdir,
     external,
@@ -537,13 +543,14 @@ const needsOf = Effect.fnUntraced(function* (
     secrets,
     edits,
     unsure,
+    // In /dev or /proc a relative path may name a descriptor (`> fd/0` with workdir /dev reopens what `0<` opened).
     unknownChange: unknownChange || viewed.size > 0,
     plain: checks.filter((check) => check.opaque === undefined && !viewed.has(check.resource)),
     opaque: [
       ...checks.filter((check) => check.opaque !== undefined),
       ...[...viewed]
-        .filter((resource) => !checks.some((check) => check.opaque !== undefined && check.resource === resource))
-        .map((resource): CommandChecks.Check => ({ resource, save: undefined, opaque: PROCESS_VIEW_WHY })),
+        .filter(([resource]) => !checks.some((check) => check.opaque !== undefined && check.resource === resource))
+        .map(([resource, why]): CommandChecks.Check => ({ resource, save: undefined, opaque: why })),
     ],
     unparsed: parsed.unparsed,
   } satisfies Needs

@@ -123,6 +123,11 @@ export interface Files {
   readonly reads: ReadonlySet<string>
   /** What the line changes, by absolute path: each is checked as an edit where it really leads. */
   readonly written: ReadonlySet<string>
+  /**
+   * Whether it changes a path that leads into a process's own view of /proc, which core cannot look up for the
+   * command: through a link the line makes (`ln -s /dev d; echo x 3<core.json > d/fd/3` writes core.json).
+   */
+  readonly viewed: boolean
 }
 
 /** The files `parsed` (run in `workdir` of the Location `directory`) reads and changes. */
@@ -138,6 +143,7 @@ export const of = Effect.fnUntraced(function* (input: {
   const { directory, workdir, parsed, readDenied, editDenied } = input
   const reads = new Set<string>()
   const written = new Set<string>()
+  let viewed = false
   // A relative path after a `cd` is checked from each directory the line moves to as well.
   const places = [workdir, ...cdTargets(parsed, workdir)]
   const accessedPaths = Accessed.of(parsed)
@@ -159,6 +165,7 @@ export const of = Effect.fnUntraced(function* (input: {
         }
         if (accessed.writes) {
           written.add(match)
+          viewed ||= resolved.success.perProcess
           if (resolved.success.kind === "directory") {
             // A copy into a directory changes the name it makes there (`cp x keep` writes keep/x).
             for (const source of accessed.sources ?? []) {
@@ -190,5 +197,5 @@ export const of = Effect.fnUntraced(function* (input: {
       if (resolved._tag === "Success") reads.add(ruleResource(directory, resolved.success))
     }
   }
-  return { reads, written } satisfies Files
+  return { reads, written, viewed } satisfies Files
 })

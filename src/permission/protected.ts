@@ -396,6 +396,17 @@ const uniqReadsOnly = (words: ReadonlyArray<string>): boolean => {
 }
 /** `git` subcommands that change no file. */
 const GIT_READ_ONLY = new Set(["status", "diff", "log", "show", "blame", "ls-files", "grep", "rev-parse"])
+/** Options git takes before its subcommand that leave it reading the repository here as configured. */
+const GIT_NEUTRAL = new Set(["--no-pager", "-P"])
+/**
+ * Whether a word of a read-only git subcommand writes or runs something: `--output=FILE` (diff, log, show), `-O`
+ * or `--open-files-in-pager` (grep runs its value), each by any start of its long name git takes (`--outp`), or
+ * short options grouped (`-hO'…'`). An order file (`diff -O`) only reads, and is caught too: it errs towards a change.
+ */
+const gitWrites = (word: string): boolean => {
+  const name = word.split("=", 1)[0]!
+  return (name.length >= 4 && ("--output".startsWith(name) || "--open-files-in-pager".startsWith(name))) || /^-[A-Za-z]*O/.test(word)
+}
 /** Options of `find` that change files or run commands. */
 const FIND_ACTIONS = /^-(delete|exec|execdir|ok|okdir|fprint|fprint0|fprintf|fls)$/
 
@@ -408,6 +419,8 @@ const FIND_ACTIONS = /^-(delete|exec|execdir|ok|okdir|fprint|fprint0|fprintf|fls
 export const readsOnly = (words: ReadonlyArray<string | undefined>): boolean => {
   const name = words[0]
   if (name === undefined) return false
+  // A program named by a path runs whatever file is there (`bin/cat`): only the system's own are known.
+  if (name.includes("/") && !/^\/(usr\/)?bin\/[^/]+$/.test(name)) return false
   const base = name.slice(name.lastIndexOf("/") + 1)
   const rest = words.slice(1)
   if (!READ_ONLY.has(base) && rest.some((word) => word === undefined)) return false
@@ -415,9 +428,11 @@ export const readsOnly = (words: ReadonlyArray<string | undefined>): boolean => 
   if (base === "find") return !known.some((word) => FIND_ACTIONS.test(word))
   // sed changes files only in place (-i); a script that writes (`w`) or runs (`e`) is asked by the bash checks.
   if (base === "sed") return !known.some((word) => /^(-[A-Za-z]*i|--in-place)/.test(word))
+  // Any other option before the subcommand may make git read a repository or configuration the line chose
+  // (`git --git-dir=g status` runs g/config's core.fsmonitor).
   if (base === "git") {
-    const subcommand = known.find((word) => !word.startsWith("-"))
-    return subcommand !== undefined && GIT_READ_ONLY.has(subcommand)
+    const at = known.findIndex((word) => !GIT_NEUTRAL.has(word))
+    return at !== -1 && GIT_READ_ONLY.has(known[at]!) && !known.slice(at + 1).some(gitWrites)
   }
   // An option's value counts as an operand here, which only ever errs towards a change.
   if (base === "sort") return !known.some((word) => SORT_WRITES.test(word))

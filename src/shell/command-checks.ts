@@ -286,6 +286,7 @@ export const paths = (parsed: Parsed): ReadonlyArray<Path> => {
   const found: Array<Path> = []
   // A line that mentions HOME at all may change it, and with it what `~` means.
   const homeMoves = /(^|[^A-Za-z0-9_])HOME([^A-Za-z0-9_]|$)/.test(parsed.text)
+  const uses = usesOf(parsed)
   const add = (word: Word, writes: boolean, owner: string, reads: boolean, access?: Operands.Access) =>
     found.push({ word, writes, owner, readsOnly: reads, unknown: unknownWhy(word, homeMoves), ...(access === undefined ? {} : { access }) })
   const visit = (words: ReadonlyArray<Word>, owner: string, reads: boolean) => {
@@ -302,21 +303,20 @@ export const paths = (parsed: Parsed): ReadonlyArray<Path> => {
       command.kind === "assignment"
         ? [command.text]
         : [...command.assignments, ...(command.kind === "declaration" ? command.words.slice(1).map((word) => word.value ?? word.text) : [])]
-    const reads = onlyReads(command)
+    const reads = uses.onlyReads(command)
     for (const assignment of assignments) {
       const place = Operands.assigned(assignment)
       if (place !== undefined) add(place, false, command.within ?? command.resource, reads)
     }
     if (command.kind !== "command") continue
     const owner = command.within ?? command.resource
-    const reopened = reopens(command)
+    const reopened = uses.reopened(command.scope)
     for (const redirect of command.redirects) add(redirect.target, redirect.writes || reopened, owner, reads)
     visit(command.words, owner, reads)
   }
-  const use = statementUses(parsed)
   for (const statement of parsed.statements) {
-    const { reads, reopened } = use(statement)
-    add(statement.redirect.target, statement.redirect.writes || reopened, statement.owner, reads)
+    const { redirect, scope, commands, owner } = statement
+    add(redirect.target, redirect.writes || commands === undefined || uses.reopened(scope), owner, uses.reads(statement))
   }
   return found
 }
@@ -326,8 +326,18 @@ export const paths = (parsed: Parsed): ReadonlyArray<Path> => {
  * expansion or a pattern may be any option). Code a string holds (`bash -c '…'`) counts as its shell, which may
  * do anything.
  */
-const onlyReads = (command: CommandLine.Simple): boolean =>
+const readsByWords = (command: CommandLine.Simple): boolean =>
   command.kind === "command" && command.within === undefined && Protected.readsOnly(command.words.map((word) => (word.glob ? undefined : word.value)))
+
+/**
+ * Whether the line may change what a command's name runs: it defines a shell function (`cat() { …; }; cat x`),
+ * mentions PATH (`PATH=bin:$PATH cat x`, `export PATH=…`), or runs `hash` or `enable`. Then no command in it is
+ * known to only read.
+ */
+const renames = (parsed: Parsed): boolean =>
+  parsed.defines ||
+  /(^|[^A-Za-z0-9_])PATH([^A-Za-z0-9_]|$)/.test(parsed.text) ||
+  parsed.commands.some((command) => command.kind === "command" && ["hash", "enable"].includes(basename(command.words[0]!.value!)))
 
 /**
  * Paths that reopen what one of the process's descriptors is open on (`/dev/stdin`, `/dev/fd/3`,
@@ -335,55 +345,89 @@ const onlyReads = (command: CommandLine.Simple): boolean =>
  */
 const DESCRIPTOR = /^\/(dev\/(std(in|out|err)|fd\/\d+)|proc\/(self|thread-self)\/fd\/\d+)\/?$/
 
-/** Whether a redirection writes through a descriptor's path. */
+/** Whether a redirection writes through a descriptor's path. A relative path is taken as if from `/`. */
 const throughDescriptor = ({ writes, target }: CommandLine.Redirect): boolean =>
   writes && target.value !== undefined && DESCRIPTOR.test(resolve("/", target.value))
 
-/**
- * Whether a command may write through a descriptor's path (`echo x < core.json > /dev/stdin`, `tee /dev/fd/3
- * 3<in`): then a file it is given to read may be written too. A relative path is taken as if from `/`, and a
- * program that may write is taken to name one in any form (`of=/dev/stdin`, `-o/dev/fd/3`), which only ever errs
- * towards a change.
- */
-const reopens = (command: CommandLine.Simple): boolean =>
-  command.redirects.some(throughDescriptor) ||
-  (!onlyReads(command) && command.words.slice(1).some((word) => word.value !== undefined && /\/(dev\/(std|fd)|proc\/)/.test(word.value)))
-
-/** How a statement's redirection is used by what it applies to. */
-interface Use {
-  /** Each command it applies to only reads (`{ cat; wc -l; } < in`, and `ls && wc -l < in`, which the grammar reads as the list's). */
-  readonly reads: boolean
+/** How a line's commands and redirections are used. */
+interface Uses {
+  /** Whether a command only reads what it names (Protected.readsOnly), in this line. */
+  readonly onlyReads: (command: CommandLine.Simple) => boolean
+  /** Whether each command a statement's redirection applies to only reads (`{ cat; wc -l; } < in`, `ls && wc -l < in`). */
+  readonly reads: (statement: CommandLine.Statement) => boolean
   /**
-   * It may be written through a descriptor's path: by a command it applies to, or by another redirection of the
-   * same statement (`< core.json > /dev/stdin` truncates core.json with no command at all).
+   * Whether a file opened to read within `scope` may be written through a descriptor's path while it is open: by
+   * the command itself or one inside it (`{ { echo x; } > /dev/fd/3; } 3< core.json`), by another redirection of
+   * the same statement (`< core.json > /dev/stdin` truncates core.json with no command at all), or anywhere in the
+   * line by a program that may write given such a path in any form (`of=/dev/stdin`, `-o/dev/fd/3`), which may
+   * also make a link to one to be written later (`ln -s /dev/fd/3 x`).
    */
-  readonly reopened: boolean
+  readonly reopened: (scope: CommandLine.Scope) => boolean
 }
 
 /**
- * How each statement's redirection is used, worked out once per statement and once per command: a line holds tens
- * of thousands of them at most, and comparing each with every other took seconds.
+ * Worked out once per line, statement and command: a line holds tens of thousands of them at most, and comparing
+ * each with every other took seconds. A redirection is reopened by a write through a descriptor made within its
+ * scope: by its command or one inside it, or by a statement nested in it or its own; never by one enclosing it,
+ * whose redirections are open before it is. Scopes nest or are apart, so a statement that starts inside one
+ * (after its start) is nested in it; one starting with it is nested in it when it ends before it (`{ { echo; }
+ * > /dev/fd/3; } 3< core.json`). One without commands (`{ > /dev/fd/3; }`) counts where it stands, up to the
+ * scope's end, which errs towards a change only for such a statement just after one that reads.
  */
-const statementUses = (parsed: Parsed): ((statement: CommandLine.Statement) => Use) => {
-  const written = new Set(parsed.statements.filter((statement) => throughDescriptor(statement.redirect)).map((statement) => statement.commands))
-  const commands = new Map<CommandLine.Simple, Use>()
-  const ofCommand = (command: CommandLine.Simple): Use => {
-    let use = commands.get(command)
-    if (use === undefined) commands.set(command, (use = { reads: onlyReads(command), reopened: reopens(command) }))
-    return use
+const usesOf = (parsed: Parsed): Uses => {
+  const renamed = renames(parsed)
+  const onlyReads = (command: CommandLine.Simple) => !renamed && readsByWords(command)
+  const count = parsed.commands.length
+  // Each a count of writes before an index: by commands at it, by statements starting at it, by statements
+  // without commands standing there.
+  const commands = new Uint32Array(count + 1)
+  const starts = new Uint32Array(count + 1)
+  const bare = new Uint32Array(count + 2)
+  // Of the statements starting at each index, the first to end.
+  const first = new Map<number, CommandLine.Scope>()
+  let anywhere = false
+  for (const [index, command] of parsed.commands.entries()) {
+    if (command.redirects.some(throughDescriptor)) commands[index + 1] = 1
+    anywhere ||= !onlyReads(command) && command.words.slice(1).some((word) => word.value !== undefined && /\/(dev\/(std|fd)|proc\/)/.test(word.value))
   }
-  const statements = new Map<ReadonlyArray<CommandLine.Simple>, Use>()
-  // What they apply to cannot be told: neither only reads, and either may write.
-  const unknown: Use = { reads: false, reopened: true }
-  return (statement) => {
-    if (statement.commands === undefined) return unknown
-    let use = statements.get(statement.commands)
-    if (use === undefined) {
-      const uses = statement.commands.map(ofCommand)
-      use = { reads: uses.every((each) => each.reads), reopened: written.has(statement.commands) || uses.some((each) => each.reopened) }
-      statements.set(statement.commands, use)
+  for (const { redirect, scope } of parsed.statements) {
+    if (!throughDescriptor(redirect)) continue
+    if (scope.to === scope.from) bare[scope.from + 1] = 1
+    else {
+      starts[scope.from + 1] = 1
+      const known = first.get(scope.from)
+      if (known === undefined || scope.to < known.to || (scope.to === known.to && scope.order < known.order)) first.set(scope.from, scope)
     }
-    return use
+  }
+  for (let index = 1; index <= count; index++) {
+    commands[index]! += commands[index - 1]!
+    starts[index]! += starts[index - 1]!
+  }
+  for (let index = 1; index <= count + 1; index++) bare[index]! += bare[index - 1]!
+  const within = (scope: CommandLine.Scope): boolean => {
+    const starting = first.get(scope.from)
+    return starting !== undefined && (starting.to < scope.to || (starting.to === scope.to && starting.order <= scope.order))
+  }
+  const statements = new Map<ReadonlyArray<CommandLine.Simple>, boolean>()
+  return {
+    onlyReads,
+    reads: ({ commands }) => {
+      // What they apply to cannot be told: they may do anything.
+      if (commands === undefined) return false
+      let reads = statements.get(commands)
+      if (reads === undefined) statements.set(commands, (reads = commands.every(onlyReads)))
+      return reads
+    },
+    reopened: (scope) => {
+      const { from, to } = scope
+      return (
+        anywhere ||
+        commands[to]! - commands[from]! > 0 ||
+        (to > from + 1 && starts[to]! - starts[from + 1]! > 0) ||
+        within(scope) ||
+        bare[to + 1]! - bare[from]! > 0
+      )
+    },
   }
 }
 
@@ -405,9 +449,10 @@ const CHANGERS: ReadonlySet<string> = new Set([
 export const mentioned = (parsed: Parsed): ReadonlyArray<Path> => {
   const found: Array<Path> = []
   const homeMoves = /(^|[^A-Za-z0-9_])HOME([^A-Za-z0-9_]|$)/.test(parsed.text)
+  const uses = usesOf(parsed)
   for (const command of parsed.commands) {
     const owner = command.within ?? command.resource
-    const reads = onlyReads(command)
+    const reads = uses.onlyReads(command)
     const add = (word: Word, writes: boolean, owner: string) => found.push({ word, writes, owner, readsOnly: reads, unknown: unknownWhy(word, homeMoves) })
     const words = command.kind === "command" || command.kind === "declaration" ? command.words.slice(1) : []
     for (const text of command.kind === "assignment" ? [command.text] : command.assignments) {
@@ -428,14 +473,13 @@ export const mentioned = (parsed: Parsed): ReadonlyArray<Path> => {
         if (part !== undefined) add({ text: part, value: part, glob: false, tilde: part.startsWith("~") }, changes || written, owner)
       }
     }
-    const reopened = reopens(command)
+    const reopened = uses.reopened(command.scope)
     for (const redirect of command.redirects) add(redirect.target, redirect.writes || reopened, owner)
   }
-  const use = statementUses(parsed)
   for (const statement of parsed.statements) {
-    const { owner, redirect } = statement
-    const { reads, reopened } = use(statement)
-    found.push({ word: redirect.target, writes: redirect.writes || reopened, owner, readsOnly: reads, unknown: unknownWhy(redirect.target, homeMoves) })
+    const { owner, redirect, scope, commands } = statement
+    const writes = redirect.writes || commands === undefined || uses.reopened(scope)
+    found.push({ word: redirect.target, writes, owner, readsOnly: uses.reads(statement), unknown: unknownWhy(redirect.target, homeMoves) })
   }
   return found
 }

@@ -39,6 +39,18 @@ export interface Redirect {
   readonly writes: boolean
 }
 
+/**
+ * What a command or statement holds, as the commands found in the line from `from` up to (not including) `to`:
+ * itself, and whatever runs while its redirections are open (its body, the substitutions in its words and
+ * redirections, the code it runs). Scopes nest as the line does.
+ */
+export interface Scope {
+  readonly from: number
+  readonly to: number
+  /** When it ended among the line's scopes: of two with the same commands, the one nested in the other ends first. */
+  readonly order: number
+}
+
 /** A simple command (or a declaration, test or bare assignment) found in the line. */
 export interface Simple {
   readonly kind: "command" | "declaration" | "test" | "assignment"
@@ -57,6 +69,7 @@ export interface Simple {
   readonly within: string | undefined
   /** The node's own text. */
   readonly text: string
+  readonly scope: Scope
   /**
    * Set for a shell that only runs literal code (`bash -lc '…'`, `env sh -c '…'`): its commands are checked in
    * their own right, as if unwrapped, and the shell adds no check of its own.
@@ -82,6 +95,8 @@ export interface Statement {
    * statement; undefined where they cannot be told (a command whose name is an expansion, a function's body).
    */
   readonly commands: ReadonlyArray<Simple> | undefined
+  /** What runs while its redirection is open. */
+  readonly scope: Scope
 }
 
 export interface Parsed {
@@ -92,6 +107,8 @@ export interface Parsed {
   readonly statements: ReadonlyArray<Statement>
   /** What the line runs that cannot be known from its text. */
   readonly opaque: ReadonlyArray<Opaque>
+  /** Whether it defines a shell function, which a command of the same name then runs. */
+  readonly defines: boolean
   /** Why the grammar cannot read the line; undefined when it can. */
   readonly unparsed: string | undefined
 }
@@ -122,14 +139,35 @@ interface Collector {
   readonly within: string | undefined
   readonly commands: Array<Simple>
   readonly statements: Array<Statement>
+  /** Scopes begun and not yet ended, innermost last: each ends where the walk of the node that began it does. */
+  readonly open: Array<{ readonly from: number; to: number; order: number }>
+  /** How many scopes have ended, for every code string read into the line. */
+  readonly ended: { count: number }
   readonly opaque: Array<Opaque>
   unparsed: string | undefined
+  defines: boolean
   /** Variables whose value the line itself makes a number, so evaluating them as arithmetic runs nothing. */
   numeric: ReadonlySet<string>
   /** The text being read (the line, or the code a command runs). */
   line: string
   /** Whether `line` mentions STARTUP, once worked out for it (see `mentionsStartup`). */
   startup?: { readonly line: string; readonly found: boolean }
+}
+
+/** A scope beginning at `from` (the next command found, by default), ended by `close`. */
+const begin = (collector: Collector, from = collector.commands.length): Scope => {
+  const scope = { from, to: from, order: 0 }
+  collector.open.push(scope)
+  return scope
+}
+
+/** Ends the scopes begun since `mark` (a length of `open`) where the line has been read up to. */
+const close = (collector: Collector, mark: number): void => {
+  while (collector.open.length > mark) {
+    const scope = collector.open.pop()!
+    scope.to = collector.commands.length
+    scope.order = collector.ended.count++
+  }
 }
 
 const isRedirect = (type: string) => type === "file_redirect" || type === "herestring_redirect" || type === "heredoc_redirect"
@@ -196,6 +234,7 @@ const readCode = (code: string, owner: string, collector: Collector, unwrapped =
     line: code,
   }
   read(code, inner)
+  collector.defines ||= inner.defines
   if (inner.unparsed !== undefined) {
     collector.opaque.push({ resource: owner, reason: `the code it runs cannot be read (${inner.unparsed})` })
   }
@@ -237,7 +276,8 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
   const rest = [...args, ...gathered.words, ...outer.words]
   if (!named) {
     const commands: ReadonlyArray<Simple> = []
-    for (const redirect of redirects) collector.statements.push({ owner: collector.within ?? node.text, redirect, commands })
+    const scope = begin(collector)
+    for (const redirect of redirects) collector.statements.push({ owner: collector.within ?? node.text, redirect, commands, scope })
     return
   }
   if (name === undefined || name.value === undefined || name.value === "" || name.glob) {
@@ -246,7 +286,8 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
     const text = [...assignments, name?.text ?? "", ...rest.map((word) => word.text)].join(" ") + suffixOf(redirects)
     const resource = collector.within ?? text
     collector.opaque.push({ resource, reason: `its command name ${name?.text ?? ""} is not known before it runs` })
-    for (const redirect of redirects) collector.statements.push({ owner: resource, redirect, commands: undefined })
+    const scope = begin(collector)
+    for (const redirect of redirects) collector.statements.push({ owner: resource, redirect, commands: undefined, scope })
     return
   }
   addCommand(assignments, [name, ...rest], redirects, node.text, collector)
@@ -276,7 +317,8 @@ const addCommand = (
   // check (its code's commands are still their own).
   const neutral = !mentionsStartup(collector)
   const transparent = neutral && assignments.length === 0 && redirects.length === 0 && Runs.transparent(words)
-  collector.commands.push({ kind: "command", assignments, words, redirects, resource, within, text, transparent })
+  const scope = begin(collector)
+  collector.commands.push({ kind: "command", assignments, words, redirects, resource, within, text, scope, transparent })
   Evaluation.evaluatingCommand(words, within ?? resource, collector)
   // Also the environment a wrapper gives (`env PS4='…' bash -x`, `sudo EDITOR=… visudo`).
   const environment = [...assignments, ...words.slice(1).flatMap((word) => (word.value === undefined ? [] : [word.value]))]
@@ -306,15 +348,17 @@ const mentionsStartup = (collector: Collector): boolean => {
   return found
 }
 
-const other = (kind: Simple["kind"], text: string, within: string | undefined, words: ReadonlyArray<Word> = []): Simple => ({
-  kind,
-  assignments: [],
-  words,
-  redirects: [],
-  resource: text,
-  within,
-  text,
-})
+/** Adds a declaration, test or bare assignment, as `text`. */
+const other = (
+  kind: Exclude<Simple["kind"], "command">,
+  text: string,
+  collector: Collector,
+  words: ReadonlyArray<Word> = [],
+  resource = text,
+): void => {
+  const scope = begin(collector)
+  collector.commands.push({ kind, assignments: [], words, redirects: [], resource, within: collector.within, text, scope })
+}
 
 /**
  * An assignment made by something other than `NAME=value` (a loop, `${NAME:=value}`), checked as one where its name
@@ -323,7 +367,7 @@ const other = (kind: Simple["kind"], text: string, within: string | undefined, w
  */
 const assigned = (text: string, collector: Collector): void => {
   if (!/^[A-Z0-9_]+[[=]/.test(text)) return
-  collector.commands.push(other("assignment", text, collector.within))
+  other("assignment", text, collector)
   Evaluation.codeVariables([text], collector.within ?? text, collector)
 }
 
@@ -332,14 +376,28 @@ const declaration = (node: Node, collector: Collector) => {
   if (keyword === undefined) return
   const words = [{ text: keyword.text, value: keyword.text, glob: false, tilde: false }, ...rest.map(Words.of)]
   const resource = textOf([], words)
-  collector.commands.push({ ...other("declaration", node.text, collector.within, words), resource })
+  other("declaration", node.text, collector, words, resource)
   Evaluation.evaluatingCommand(words, collector.within ?? resource, collector)
   Evaluation.compoundDeclaration(words, collector.within ?? resource, collector)
   Evaluation.codeVariables(words.slice(1).map((word) => word.value ?? word.text), collector.within ?? resource, collector)
   templates(words.slice(1).map((word) => word.value ?? word.text), collector.within ?? resource, collector)
 }
 
-const walk = (node: Node, collector: Collector, outer: Gathered = { redirects: [], words: [] }): void => {
+/** Operators the grammar reads as comparisons in a test, which bash reads as redirections in `[ … ]`. */
+const COMPARING: ReadonlySet<string> = new Set([">", ">>", "<", "<<", "<<<", "<>", ">|", "&>", "&>>", ">&", "<&"])
+
+/** Whether a test's expression holds an operator bash reads as a redirection in `[ … ]`. */
+const redirectsWithin = (node: Node): boolean =>
+  node.children.some((child) => child !== null && ((!child.isNamed && COMPARING.has(child.type)) || (child.type.endsWith("expression") && redirectsWithin(child))))
+
+/** Walks `node` into `collector`; the scopes it begins end with it. */
+const walk = (node: Node, collector: Collector, outer?: Gathered): void => {
+  const mark = collector.open.length
+  visit(node, collector, outer)
+  close(collector, mark)
+}
+
+const visit = (node: Node, collector: Collector, outer: Gathered = { redirects: [], words: [] }): void => {
   Evaluation.evaluates(node, collector)
   if (node.isError || node.isMissing) collector.unparsed ??= "bash cannot parse it"
   switch (node.type) {
@@ -350,35 +408,44 @@ const walk = (node: Node, collector: Collector, outer: Gathered = { redirects: [
       const body = node.childForFieldName("body")
       const gathered: Gathered = { redirects: [], words: [] }
       for (const redirect of node.childrenForFieldName("redirect")) if (redirect !== null) redirection(redirect, gathered)
-      if (body?.type === "command") walk(body, collector, gathered)
+      // A command's scope holds the substitutions in its redirections, read below.
+      if (body?.type === "command") visit(body, collector, gathered)
       else {
         if (gathered.words.length > 0) collector.unparsed ??= "it gives arguments after a redirection"
         // `a && b < in` is read by the grammar as the list's redirection: it applies to the commands of the body.
         const from = collector.commands.length
         if (body !== null) walk(body, collector)
         const commands = collector.commands.slice(from)
-        for (const redirect of gathered.redirects) collector.statements.push({ owner: collector.within ?? node.text, redirect, commands })
+        const scope = begin(collector, from)
+        for (const redirect of gathered.redirects) collector.statements.push({ owner: collector.within ?? node.text, redirect, commands, scope })
       }
       for (const child of node.children) if (child !== null && child.id !== body?.id) walk(child, collector)
       return
     }
+    case "function_definition":
+      collector.defines = true
+      break
     case "declaration_command":
     case "unset_command":
       declaration(node, collector)
       break
     case "test_command":
-      collector.commands.push(other("test", node.text, collector.within))
+      // `[` is a command, and `>` or `<` in its words redirects it (`[ x > core.json ]` truncates core.json):
+      // read as the command it is. In `[[ … ]]` they compare strings.
+      if (node.text.startsWith("[") && !node.text.startsWith("[[") && redirectsWithin(node)) {
+        readCode(`command ${node.text}`, node.text, collector, true)
+      } else other("test", node.text, collector)
       break
     case "variable_assignment":
       // A bare assignment (`PATH=/x`) changes what later commands run: it is checked like a command.
       if (!["command", "declaration_command", "variable_assignments"].includes(node.parent?.type ?? "")) {
-        collector.commands.push(other("assignment", node.text, collector.within))
+        other("assignment", node.text, collector)
         Evaluation.codeVariables([node.text], collector.within ?? node.text, collector)
         templates([node.text], collector.within ?? node.text, collector)
       }
       break
     case "variable_assignments":
-      collector.commands.push(other("assignment", node.text, collector.within))
+      other("assignment", node.text, collector)
       break
     case "for_statement": {
       // `for NAME in WORDS` (and `select`) assigns NAME each word: checked as the assignment it is.
@@ -407,8 +474,9 @@ const walk = (node: Node, collector: Collector, outer: Gathered = { redirects: [
       if (parent !== null && !["command", "redirected_statement", "heredoc_redirect"].includes(parent.type)) {
         const gathered: Gathered = { redirects: [], words: [] }
         redirection(node, gathered)
+        const scope = begin(collector)
         for (const redirect of gathered.redirects) {
-          collector.statements.push({ owner: collector.within ?? parent.text, redirect, commands: undefined })
+          collector.statements.push({ owner: collector.within ?? parent.text, redirect, commands: undefined, scope })
         }
       }
       break
@@ -659,7 +727,11 @@ const read = (given: string, collector: Collector): void => {
   const plain = collector.plain ? plainCommands(given) : undefined
   if (plain !== undefined) {
     if (collector.depth === 0) collector.numeric = new Set()
-    for (const { text, words } of plain) addCommand([], words, [], text, collector)
+    for (const { text, words } of plain) {
+      const mark = collector.open.length
+      addCommand([], words, [], text, collector)
+      close(collector, mark)
+    }
     return
   }
   try {
@@ -711,8 +783,11 @@ const readLine = (text: string, grammar: Parser | undefined, plain: boolean): Pa
     within: undefined,
     commands: [],
     statements: [],
+    open: [],
+    ended: { count: 0 },
     opaque: [],
     unparsed: undefined,
+    defines: false,
     numeric: new Set(),
     line: text,
   }
@@ -722,8 +797,8 @@ const readLine = (text: string, grammar: Parser | undefined, plain: boolean): Pa
     if (cause === NEEDS_GRAMMAR) return undefined
     throw cause
   }
-  const { commands, statements, opaque, unparsed } = collector
-  return { text, commands, statements, opaque, unparsed }
+  const { commands, statements, opaque, unparsed, defines } = collector
+  return { text, commands, statements, opaque, unparsed, defines }
 }
 
 /**

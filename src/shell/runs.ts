@@ -744,8 +744,14 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
     if ((subcommand === "diff" || subcommand === "log" || subcommand === "show") && rest.includes("--ext-diff")) {
       return opaque("git --ext-diff runs a configured command")
     }
-    if (rest.some((value) => /^-O/.test(value) || longOption(value, "open-files-in-pager")) && subcommand === "grep") {
-      return opaque("git grep -O runs a pager core cannot read")
+    if (subcommand === "grep") {
+      // The pager it opens the files in is code for a shell (`-O'sh -c …'`, also in a group of short options).
+      const pagers = rest.filter((value) => /^-[A-Za-z]*O/.test(value) || longOption(value, "open-files-in-pager"))
+      const code = pagers.map((value) => (value.startsWith("--") ? /^[^=]*=([\s\S]+)$/.exec(value)?.[1] : /^-[A-Za-z]*?O([\s\S]+)$/.exec(value)?.[1]))
+      if (pagers.length > 0) {
+        const given = code.filter((line) => line !== undefined)
+        return given.length === code.length && !words.some((word) => word.value === undefined) ? coded(given) : opaque("git grep -O runs a pager core cannot read")
+      }
     }
     if (subcommand === "submodule" && rest.includes("foreach")) {
       // The command line it runs in each submodule, read as code where it is one word written out.

@@ -13,6 +13,7 @@ import { Reads } from "../../src/store/reads"
 import { Asks } from "../../src/cli/asks"
 import { Location } from "../../src/location/location"
 import type { Agent } from "../../src/permission/agent"
+import type { Config } from "../../src/config/config"
 import { Permission } from "../../src/permission/permission"
 import type { Settlement } from "../../src/contract/settlement"
 import { Settler } from "../../src/settlement/settler"
@@ -36,7 +37,8 @@ export const RULES: ReadonlyArray<Agent.SourcedRule> = [
   { action: "bash", resource: "rm *", effect: "deny", source: { file: "core.json", path: "permission.bash" } },
 ]
 
-export const world = (files: Record<string, string> = {}) => {
+/** `shell`: the Location's shell settings (`{ sandbox: "off" }` checks what core's own checks hold without the OS sandbox). */
+export const world = (files: Record<string, string> = {}, shell: Config.Shell = {}) => {
   const root = realpathSync(tempDir("core-protected-"))
   const directory = join(root, "project")
   const home = join(root, "home")
@@ -85,7 +87,7 @@ export const world = (files: Record<string, string> = {}) => {
       permission: permissionLayer,
     })
     const builtins = Builtins.layer.pipe(
-      Layer.provide(Shell.layer(undefined)),
+      Layer.provide(Shell.layer(shell)),
       Layer.provide(Reads.layerMemory),
       Layer.provide(Layer.succeed(ReadTracking.Required, false)),
     )

@@ -71,7 +71,8 @@ describe("Protected.readsOnly", () => {
   const words = (command: string) => command.split(" ").map((word) => (word === "?" ? undefined : word))
   test("knows the commands that only read, and takes any other as one that may change what it names", () => {
     for (const command of ["cat core.json", "ls tools", "/usr/bin/head -n 3 a", "cat ?", "find . -name x", "git diff core.json", "echo core.json",
-      "sort -u core.json", "uniq core.json", "uniq -c core.json", "uniq -", "uniq"]) {
+      "sort -u core.json", "uniq core.json", "uniq -c core.json", "uniq -", "uniq",
+      "/bin/cat a", "git --no-pager log --oneline core.json", "git -P diff --stat", "git log --output-indicator-new=+ x"]) {
       expect(Protected.readsOnly(words(command))).toBe(true)
     }
     for (const command of [
@@ -82,6 +83,10 @@ describe("Protected.readsOnly", () => {
       "uniq a -w/../b", "uniq -f 1 a",
       // A word known only when it runs may be any option: sort -$X, uniq -${X} b, find . $ACTION, git $SUB.
       "sort ? y", "uniq ? b", "uniq ?", "find . ?", "sed ? x", "git ? core.json",
+      // A program named by a path other than the system's (a script named cat); git given another repository, or
+      // told to write a file or run a program (by any start of the option's name, or in a group of short ones).
+      "bin/cat core.json", "./cat core.json", "/tmp/x/cat core.json", "git --git-dir=g status", "git -C sub diff core.json",
+      "git diff --output=/dev/stdin", "git log --outp=x", "git grep -hOsh x", "git grep --open-files-in-pager=sh x", "git grep --open=sh x",
     ]) {
       expect(Protected.readsOnly(words(command).filter((word, index) => index > 0 || word !== ""))).toBe(false)
     }

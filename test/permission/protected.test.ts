@@ -17,6 +17,8 @@ interface Attempt {
   readonly setup?: (w: World) => void
   /** Whether the protected target was changed (by the attempt). */
   readonly changed: (w: World) => boolean
+  /** Without the OS sandbox: core's own checks alone must hold (`shell.sandbox: "off"`). */
+  readonly unsandboxed?: true
 }
 
 const RULES = '{ "permission": { "*": "allow", "bash": { "rm *": "deny" } } }'
@@ -259,6 +261,100 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     input: () => ({ command: `echo '{}' < core.json > in` }),
     changed: coreJsonChanged,
   },
+  // Without the OS sandbox, as docs/shell.md allows: each of these changed core.json with --yes.
+  {
+    name: "bash { { echo; } > /dev/fd/3; } 3< core.json (a descriptor written in a statement nested in the reading one)",
+    tool: "bash",
+    input: () => ({ command: `{ { echo '{}'; } > /dev/fd/3; } 3< core.json` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash { > /dev/fd/3; } 3< core.json (a nested statement without commands)",
+    tool: "bash",
+    input: () => ({ command: `{ > /dev/fd/3; } 3< core.json` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash cat 3<core.json <<< \"$(echo > /dev/fd/3)\" (a substitution in a later redirection)",
+    tool: "bash",
+    input: () => ({ command: `cat 3<core.json <<< "$(echo '{}' > /dev/fd/3)"` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash git diff --output=/dev/stdin < core.json (a read-only git told to write)",
+    tool: "bash",
+    setup: (w) => Bun.spawnSync(["git", "init", "-q"], { cwd: w.directory }),
+    input: () => ({ command: `git diff --output=/dev/stdin < core.json` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash git grep -hO'…' (the pager it runs, in a group of short options)",
+    tool: "bash",
+    setup: (w) => {
+      writeFileSync(join(w.directory, "a.txt"), "x\n")
+      Bun.spawnSync(["git", "init", "-q"], { cwd: w.directory })
+      Bun.spawnSync(["git", "add", "a.txt"], { cwd: w.directory })
+    },
+    input: () => ({ command: `git grep -hO'sh -c "echo {} > core.json"' -e x` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash [ x > core.json ] (a redirection in the words of [)",
+    tool: "bash",
+    input: () => ({ command: `[ x > core.json ]` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash bin/cat core.json (a script named like a program that only reads)",
+    tool: "bash",
+    setup: (w) => script(w, "bin/cat"),
+    input: () => ({ command: `bin/cat core.json` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash PATH=bin:$PATH cat core.json",
+    tool: "bash",
+    setup: (w) => script(w, "bin/cat"),
+    input: () => ({ command: `PATH=bin:$PATH cat core.json` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash hash -p ./b cat; cat core.json",
+    tool: "bash",
+    setup: (w) => script(w, "b"),
+    input: () => ({ command: `hash -p ./b cat; cat core.json` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash cat() { echo > /dev/stdin; }; cat < core.json (a function named like a program that only reads)",
+    tool: "bash",
+    input: () => ({ command: `cat() { echo '{}' > /dev/stdin; }; cat < core.json` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash ln -s /dev d; echo 3<core.json > d/fd/3 (a link the line makes into a descriptor)",
+    tool: "bash",
+    input: () => ({ command: `ln -s /dev d; echo '{}' 3<core.json > d/fd/3` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash echo 0<core.json > fd/0 in workdir /dev (a relative descriptor path)",
+    tool: "bash",
+    input: (w) => ({ command: `echo '{}' 0<${join(w.directory, "core.json")} > fd/0`, workdir: "/dev" }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
   {
     name: "write $CORE_HOME/core.json (absolute)",
     tool: "write",
@@ -436,9 +532,15 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
   },
 ]
 
+/** An executable script at `path` in the Location that writes core.json. */
+const script = (w: World, path: string) => {
+  mkdirSync(dirname(join(w.directory, path)), { recursive: true })
+  writeFileSync(join(w.directory, path), "#!/bin/sh\necho '{}' > core.json\n", { mode: 0o755 })
+}
+
 /** Every attempt, with a saved "always" approval present for each action it could need. */
 const prepared = async (attempt: Attempt) => {
-  const w = world()
+  const w = world({}, attempt.unsandboxed ? { sandbox: "off" } : {})
   attempt.setup?.(w)
   await w.approve("edit", ["*"])
   await w.approve("bash", ["*"])
@@ -529,6 +631,10 @@ describe("protected configuration: what stays ordinary", () => {
       // A redirection the grammar gives the whole list, and one of a statement, only read by what they apply to.
       ["bash", { command: "ls tools && wc -l < tools/x.ts" }],
       ["bash", { command: "{ head -c 1; wc -l; } < core.json && echo hi > /dev/stderr; cat < core.json" }],
+      // A descriptor written after, or around, what reads: never while the file is open to read.
+      ["bash", { command: "{ cat; } < core.json; { echo done; } > /dev/stderr" }],
+      ["bash", { command: "{ { cat; } < core.json; } > /dev/stderr" }],
+      ["bash", { command: "[ -f core.json ] && [[ a > b ]] && git --no-pager log --oneline -- core.json" }],
       ["grep", { pattern: "deny" }],
     ] as const) {
       const outcome = await w.settle(tool, input, "no-terminal")

@@ -124,10 +124,14 @@ describe("CommandChecks.checks: every command on its own", () => {
     // git takes any start of a long option's name for it, and an ext:: URL is a command line.
     expect(await plain("git rebase --exe='rm x' HEAD~1")).toContain("rm x")
     expect(await plain("git rebase --ex 'rm x' HEAD~1")).toContain("rm x")
+    // The pager git grep opens files in is a shell's code, also in a group of short options.
+    expect(await plain("git grep --open-files-in-pa='rm x' y")).toContain("rm x")
+    expect(await plain("git grep -hO'rm x' y")).toContain("rm x")
     for (const line of [
       "git ls-remote --upload-pa='touch x' .",
       "git fetch --upload-pac=x .",
-      "git grep --open-files-in-pa=x y",
+      "git grep -O y",
+      "git grep --open-files-in-pager=$P y",
       "git difftool --extc=x",
       "git fetch 'ext::sh -c touch% x'",
       "GIT_ALLOW_PROTOCOL=ext git fetch origin",
@@ -764,6 +768,43 @@ describe("CommandChecks.paths: which words are paths", () => {
       ["d", true],
       ["e", true],
     ])
+  })
+
+  test("a file opened to read counts as written when a descriptor's path may be written while it is open", async () => {
+    /** Whether the line's read of `in` may change it. */
+    const changes = async (line: string) => {
+      const paths = [...CommandChecks.paths(await parse(line)), ...CommandChecks.mentioned(await parse(line))]
+      return paths.filter((path) => path.word.value === "in").some((path) => path.writes || !path.readsOnly)
+    }
+    const cases: ReadonlyArray<readonly [string, boolean]> = [
+      ["cat < in", false],
+      ["cat < in > /dev/stdin", true],
+      ["< in > /dev/stdin", true],
+      ["{ cat; } < in", false],
+      // Inside what reads: a nested statement (of the same commands, or of none), a substitution in a later
+      // redirection, code a shell runs.
+      ["{ { echo x; } > /dev/fd/3; } 3< in", true],
+      ["( { echo x; } > /dev/stdin ) < in", true],
+      ["{ > /dev/fd/3; } 3< in", true],
+      ["{ cat; > /dev/fd/3; } 3< in", true],
+      ['cat 3< in <<< "$(echo x > /dev/fd/3)"', true],
+      ['{ cat; } 3< in <<< "$(echo x > /dev/fd/3)"', true],
+      ["bash -c 'echo x > /dev/fd/3' 3< in", true],
+      // After it, or around it (open before it is): never while it is open.
+      ["cat < in; echo x > /dev/stderr", false],
+      ["{ cat; } < in; { echo x; } > /dev/stderr", false],
+      ["{ { cat; } < in; } > /dev/stderr", false],
+      ["{ cat < in; } > /dev/stderr", false],
+      // A program that may write given such a path may make a link to be written later.
+      ["ln -s /dev/fd/3 x; echo x 3< in > x", true],
+      // What a name runs is the line's choice: a function, PATH, hash.
+      ["cat() { echo x > /dev/stdin; }; cat < in", true],
+      ["PATH=bin:$PATH cat < in", true],
+      ["hash -p ./b cat; cat in", true],
+      ["bin/cat in", true],
+      ["/usr/bin/cat in", false],
+    ]
+    for (const [line, expected] of cases) expect({ line, changes: await changes(line) }).toEqual({ line, changes: expected })
   })
 
   test("a redirection of a function or group belongs to that statement", async () => {
