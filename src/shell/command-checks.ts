@@ -331,12 +331,12 @@ const readsByWords = (command: CommandLine.Simple): boolean =>
 
 /**
  * Whether the line may change what a command's name runs: it defines a shell function (`cat() { …; }; cat x`),
- * mentions PATH (`PATH=bin:$PATH cat x`, `export PATH=…`), or runs `hash` or `enable`. Then no command in it is
- * known to only read.
+ * names PATH other than to expand it (`PATH=bin:$PATH cat x`, `export PATH`, `${PATH:=…}`; `echo $PATH` only
+ * reads it), or runs `hash` or `enable`. Then no command in it is known to only read.
  */
 const renames = (parsed: Parsed): boolean =>
   parsed.defines ||
-  /(^|[^A-Za-z0-9_])PATH([^A-Za-z0-9_]|$)/.test(parsed.text) ||
+  /(^|[^A-Za-z0-9_$])PATH([^A-Za-z0-9_]|$)/.test(parsed.text) ||
   parsed.commands.some((command) => command.kind === "command" && ["hash", "enable"].includes(basename(command.words[0]!.value!)))
 
 /**

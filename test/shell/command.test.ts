@@ -800,6 +800,8 @@ describe("CommandChecks.paths: which words are paths", () => {
       // What a name runs is the line's choice: a function, PATH, hash.
       ["cat() { echo x > /dev/stdin; }; cat < in", true],
       ["PATH=bin:$PATH cat < in", true],
+      ["export PATH; cat < in", true],
+      ["echo $PATH; cat < in", false],
       ["hash -p ./b cat; cat in", true],
       ["bin/cat in", true],
       ["/usr/bin/cat in", false],
