@@ -15,6 +15,7 @@ import { Protected } from "../permission/protected"
 import { Accessed } from "../shell/accessed"
 import { CommandLine } from "../shell/command-line"
 import { CommandChecks } from "../shell/command-checks"
+import { Runs } from "../shell/runs"
 import { Words } from "../shell/words"
 
 /** A path as `read` and `edit` rules name it, as the file tools check it: relative inside the Location, absolute outside. */
@@ -37,24 +38,43 @@ const cdTargets = (parsed: CommandLine.Parsed, workdir: string): ReadonlyArray<s
 }
 
 /**
- * The symbolic links the line makes (`ln -s TARGET LINK`), by the absolute path of each link: a path through one is
- * not there yet when the line is checked (`ln -s keep k && echo x > k/a`), so it is checked where the link will lead
- * as well.
+ * The symbolic links the line makes (`ln -s TARGET LINK`, `ln -st DIR TARGET…`, `cp -s`), also as a wrapper runs
+ * them (`env ln -s …`), by the absolute path of each link: a path through one is not there yet when the line is
+ * checked (`ln -s keep k && echo x > k/a`), so it is checked where the link will lead as well.
  */
 const madeLinks = (parsed: CommandLine.Parsed, workdir: string): ReadonlyMap<string, string> => {
   const links = new Map<string, string>()
-  for (const command of parsed.commands) {
-    const words = command.words
-    if (command.kind !== "command" || basename(words[0]?.value ?? "") !== "ln") continue
+  const visit = (words: ReadonlyArray<CommandLine.Word>): void => {
+    const name = basename(words[0]?.value ?? "")
     const values = words.slice(1).map((word) => word.value)
-    if (!values.some((value) => value !== undefined && (/^-[A-Za-z]*s[A-Za-z]*$/.test(value) || /^--sy/.test(value)))) continue
-    const operands = words.slice(1).filter((word) => word.value !== undefined && !word.value.startsWith("-"))
-    const link = operands.at(-1)
-    if (operands.length < 2 || link?.value === undefined) continue
-    const at = CommandChecks.locate(link, workdir)
-    const target = operands[0]!.value!
-    if (at !== undefined) links.set(at, resolve(dirname(at), target.startsWith("~/") ? homedir() + target.slice(1) : target))
+    const symbolic = values.some((value) => value !== undefined && (/^-[A-Za-z]*s[A-Za-z]*$/.test(value) || /^--sy/.test(value)))
+    if ((name === "ln" || name === "cp") && symbolic) made(words.slice(1))
+    for (const inner of Runs.of(words).commands) visit(inner)
   }
+  const made = (args: ReadonlyArray<CommandLine.Word>): void => {
+    // The directory given with -t DIR, -tDIR or --target-directory=DIR, and the operands apart from it.
+    let directory: string | undefined
+    const operands: Array<CommandLine.Word> = []
+    for (const [index, word] of args.entries()) {
+      const value = word.value
+      if (value === undefined) continue
+      const attached = /^-[A-Za-z]*t(.+)$/.exec(value)?.[1] ?? /^--ta[a-z-]*=(.+)$/.exec(value)?.[1]
+      if (attached !== undefined) directory = attached
+      else if (/^-[A-Za-z]*t$/.test(value) || /^--ta[a-z-]*$/.test(value)) directory = args[index + 1]?.value
+      else if (!value.startsWith("-") && !(index > 0 && (/^-[A-Za-z]*t$/.test(args[index - 1]!.value ?? "") || /^--ta[a-z-]*$/.test(args[index - 1]!.value ?? "")))) operands.push(word)
+    }
+    const place = (link: string, target: string) => {
+      const at = CommandChecks.locate({ text: link, value: link, glob: false, tilde: false }, workdir)
+      if (at !== undefined) links.set(at, resolve(dirname(at), target.startsWith("~/") ? homedir() + target.slice(1) : target))
+    }
+    if (directory !== undefined) {
+      for (const target of operands) place(join(directory, basename(target.value!)), target.value!)
+      return
+    }
+    const link = operands.at(-1)
+    if (operands.length >= 2 && link?.value !== undefined) place(link.value, operands[0]!.value!)
+  }
+  for (const command of parsed.commands) if (command.kind === "command") visit(command.words)
   return links
 }
 

@@ -374,6 +374,7 @@ export const secretToCommands = (roots: Roots, real: string): boolean =>
 const READ_ONLY = new Set([
   "cat", "head", "tail", "less", "more", "stat", "file", "du", "wc", "diff", "ls", "grep", "cd", "pushd", "popd",
   "echo", "printf", "test", "[", "[[", "true", "false", "type", "which", "realpath", "readlink", "basename", "dirname",
+  "read", "jq", "md5sum", "sha1sum", "sha256sum", "sha512sum", "cksum",
 ])
 /**
  * `sort` writes where an option says (`-o FILE`, `-T DIR` for its temporary files; in a group of short options, or a
@@ -436,6 +437,8 @@ export const readsOnly = (words: ReadonlyArray<string | undefined>): boolean => 
   }
   // An option's value counts as an operand here, which only ever errs towards a change.
   if (base === "sort") return !known.some((word) => SORT_WRITES.test(word))
+  // file -C writes NAME.mgc for each magic file it compiles.
+  if (base === "file") return !known.some((word) => /^(-[A-Za-z]*C|--c)/.test(word))
   if (base === "uniq") return uniqReadsOnly(known)
   return READ_ONLY.has(base)
 }

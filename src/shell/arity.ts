@@ -322,7 +322,8 @@ export const wrappedIndexes = (
       if (unknown && operands === 0 && index + 2 < words.length) found.push(index + 2)
       continue
     }
-    if (wrapper.assignments && /^[A-Za-z_][A-Za-z0-9_]*=/.test(value)) continue
+    // env (and sudo) take any word holding `=` for an assignment, whatever its name (`BASH_FUNC_cat%%=() …`).
+    if (wrapper.assignments && /^[^=]+=/.test(value)) continue
     if (operands > 0) {
       operands--
       continue

@@ -5,7 +5,8 @@ export * as CommandChecks from "./command-checks"
 // operands and redirections), resolved against the working directory. It decides nothing: ../builtin/bash.ts asks.
 
 import { homedir } from "node:os"
-import { basename, dirname, resolve } from "node:path"
+import { realpathSync } from "node:fs"
+import { basename, dirname, join, resolve } from "node:path"
 import { Protected } from "../permission/protected"
 import { Arity } from "./arity"
 import { CommandLine } from "./command-line"
@@ -13,6 +14,7 @@ import { Flags } from "./flags"
 import { Operands } from "./operands"
 import { Planted } from "./planted"
 import { Runs } from "./runs"
+import { Sed } from "./sed"
 import { Words } from "./words"
 
 type Word = CommandLine.Word
@@ -329,15 +331,30 @@ export const paths = (parsed: Parsed): ReadonlyArray<Path> => {
 const readsByWords = (command: CommandLine.Simple): boolean =>
   command.kind === "command" && command.within === undefined && Protected.readsOnly(command.words.map((word) => (word.glob ? undefined : word.value)))
 
+/** PATH named other than to expand it (`PATH=…`, `export PATH`, `${PATH:=…}`; `$PATH` only reads it). */
+const NAMES_PATH = /(^|[^A-Za-z0-9_$])PATH([^A-Za-z0-9_]|$)/
+
+/** Builtins that say what a name runs, and the variables that do. */
+const RENAMING = new Set(["hash", "enable", "alias"])
+const RENAMING_VARIABLES = /BASH_CMDS|BASH_ALIASES|BASH_FUNC_/
+
 /**
  * Whether the line may change what a command's name runs: it defines a shell function (`cat() { …; }; cat x`),
- * names PATH other than to expand it (`PATH=bin:$PATH cat x`, `export PATH`, `${PATH:=…}`; `echo $PATH` only
- * reads it), or runs `hash` or `enable`. Then no command in it is known to only read.
+ * names PATH (`PATH=bin:$PATH cat x`, `printf -v P\ATH …`, in code it runs too), sets BASH_CMDS, BASH_ALIASES or
+ * an exported function (BASH_FUNC_…), or runs `hash`, `enable` or `alias` however it is run (`builtin hash`).
+ * Then no command in it is known to only read.
  */
 const renames = (parsed: Parsed): boolean =>
   parsed.defines ||
-  /(^|[^A-Za-z0-9_$])PATH([^A-Za-z0-9_]|$)/.test(parsed.text) ||
-  parsed.commands.some((command) => command.kind === "command" && ["hash", "enable"].includes(basename(command.words[0]!.value!)))
+  NAMES_PATH.test(parsed.text) ||
+  RENAMING_VARIABLES.test(parsed.text) ||
+  parsed.commands.some(
+    (command) =>
+      NAMES_PATH.test(command.text) ||
+      RENAMING_VARIABLES.test(command.text) ||
+      command.assignments.some((assignment) => NAMES_PATH.test(assignment) || RENAMING_VARIABLES.test(assignment)) ||
+      command.words.some((word) => word.value !== undefined && (RENAMING.has(word.value) || NAMES_PATH.test(word.value) || RENAMING_VARIABLES.test(word.value))),
+  )
 
 /**
  * Paths that reopen what one of the process's descriptors is open on (`/dev/stdin`, `/dev/fd/3`,
@@ -345,9 +362,20 @@ const renames = (parsed: Parsed): boolean =>
  */
 const DESCRIPTOR = /^\/(dev\/(std(in|out|err)|fd\/\d+)|proc\/(self|thread-self)\/fd\/\d+)\/?$/
 
-/** Whether a redirection writes through a descriptor's path. A relative path is taken as if from `/`. */
+/**
+ * Whether a redirection writes through a descriptor's path. A relative path is taken as if from `/`; a pattern
+ * (`/dev/f[d]/3`) may be one.
+ */
 const throughDescriptor = ({ writes, target }: CommandLine.Redirect): boolean =>
-  writes && target.value !== undefined && DESCRIPTOR.test(resolve("/", target.value))
+  writes && target.value !== undefined && (target.glob || DESCRIPTOR.test(resolve("/", target.value)))
+
+/**
+ * Whether a word may name a descriptor's path, or a place a link to one may be made from: anything in `/dev` or
+ * `/proc` (`/dev/./stdin`, `/proc`, `/dev/shm/../fd/3`), as written or as its value, but the devices every
+ * program is given (`/dev/null`).
+ */
+const namesDevices = (word: Word): boolean =>
+  [word.text, word.value].some((text) => text !== undefined && /\/(dev|proc)(\/|$)|^(dev|proc)\//.test(text) && !/^\/dev\/(null|zero|u?random|full|tty)$/.test(text))
 
 /** How a line's commands and redirections are used. */
 interface Uses {
@@ -388,7 +416,7 @@ const usesOf = (parsed: Parsed): Uses => {
   let anywhere = false
   for (const [index, command] of parsed.commands.entries()) {
     if (command.redirects.some(throughDescriptor)) commands[index + 1] = 1
-    anywhere ||= !onlyReads(command) && command.words.slice(1).some((word) => word.value !== undefined && /\/(dev\/(std|fd)|proc\/)/.test(word.value))
+    anywhere ||= !onlyReads(command) && command.words.slice(1).some(namesDevices)
   }
   for (const { redirect, scope } of parsed.statements) {
     if (!throughDescriptor(redirect)) continue
@@ -506,6 +534,18 @@ const changed = (parsed: Parsed): ReadonlyArray<Path> => {
 }
 
 /**
+ * Whether the line runs a sed script that writes, or may write, a file it names itself (`sed -n 'w core.json'`, the
+ * `w` flag of `s`, `e`, or a script core cannot read: Sed.runs), also as a wrapper runs it: such a file is not a
+ * word of the line, so what it changes is known only when it runs.
+ */
+export const sedWrites = (parsed: Parsed): boolean => {
+  const visit = (words: ReadonlyArray<Word>): boolean =>
+    (basename(words[0]?.value ?? "") === "sed" && Sed.runs(words.slice(1).map((word) => word.value))) ||
+    Runs.of(words).commands.some(visit)
+  return parsed.commands.some((command) => command.kind === "command" && visit(command.words))
+}
+
+/**
  * Where a command moves the working directory to, for itself and what it runs after it (`cd DIR`, `pushd DIR`,
  * `builtin cd DIR`, `command cd DIR`) or for the command it runs (`env -C DIR cmd`): the word naming DIR, `null` when
  * it moves somewhere the line does not say (`popd`, `cd` alone, `cd -`), undefined when it does not move.
@@ -538,6 +578,28 @@ export const directoryChange = (words: ReadonlyArray<Word>): Word | null | undef
  * The absolute path a known path word points at from `workdir` (`~` expanded; for a pattern, the directory its
  * matches lie in), or undefined when it names a device or cannot be known before running.
  */
+/**
+ * `value` resolved from `workdir` as the system walks it: a `..` after a link leaves where the link leads, not the
+ * folder holding the link (`sub/L/../core.json` with L a link to ../tools is the Location's core.json).
+ */
+const physical = (workdir: string, value: string): string => {
+  if (!/(^|\/)\.\.(\/|$)/.test(value)) return resolve(workdir, value)
+  let at = value.startsWith("/") ? "/" : workdir
+  for (const step of value.split("/")) {
+    if (step === "" || step === ".") continue
+    if (step !== "..") at = join(at, step)
+    else {
+      try {
+        at = realpathSync(at)
+      } catch {
+        // Not there (yet): the text is all there is.
+      }
+      at = dirname(at)
+    }
+  }
+  return resolve(at)
+}
+
 export const locate = (word: Word, workdir: string, home = homedir()): string | undefined => {
   let value = word.value
   if (value === undefined || value === "") return undefined
@@ -551,7 +613,9 @@ export const locate = (word: Word, workdir: string, home = homedir()): string | 
     const before = value.slice(0, at)
     value = before.endsWith("/") ? before : dirname(before === "" ? "." : before)
   }
-  const absolute = resolve(workdir, value)
-  if (DEVICES.has(absolute) || absolute.startsWith("/dev/fd/") || absolute.startsWith("/proc/self/fd/")) return undefined
+  const absolute = physical(workdir, value)
+  // A device named as one is no file; one reached through a link (`d/../stdin`) is checked where it leads.
+  const named = absolute === resolve(workdir, value)
+  if (named && (DEVICES.has(absolute) || absolute.startsWith("/dev/fd/") || absolute.startsWith("/proc/self/fd/"))) return undefined
   return absolute
 }

@@ -87,7 +87,21 @@ const literal = (node: Node): Literal | undefined => {
  */
 const braced = (text: string): boolean => {
   const unquoted = text.replace(/\\./gs, "__").replace(/'[^']*'|"(?:\\.|[^"\\])*"/gs, (quoted) => "_".repeat(quoted.length))
-  return /\{[^{},]*,[^{}]*\}/.test(unquoted)
+  return /\{[^{},]*,[^{}]*\}/.test(unquoted) || sequence(unquoted)
+}
+
+/**
+ * Whether `text` holds a sequence expression (`{1..3}`, `{o..o}`): a `{` then `..` before the next brace, which is
+ * `}`. Each stretch between braces is read once.
+ */
+const sequence = (text: string): boolean => {
+  const braces = /[{}]/g
+  let open = -1
+  for (let found = braces.exec(text); found !== null; found = braces.exec(text)) {
+    if (found[0] === "}" && open !== -1 && text.slice(open + 1, found.index).includes("..")) return true
+    open = found[0] === "{" ? found.index : -1
+  }
+  return false
 }
 
 /** Decodes a word node. */

@@ -356,6 +356,75 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     unsandboxed: true,
   },
   {
+    name: "bash cp /dev/null core.js{o..o}n (a brace sequence)",
+    tool: "bash",
+    input: () => ({ command: `cp /dev/null core.js{o..o}n` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash echo 87<core.json > /dev/f[d]/87 (a descriptor's path as a pattern)",
+    tool: "bash",
+    input: () => ({ command: `echo '{}' 87<core.json > /dev/f[d]/87` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash cp -s core.json x; echo > x (a link cp makes)",
+    tool: "bash",
+    input: () => ({ command: `cp -s core.json x; echo '{}' > x` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash ln -st a ../core.json; echo > a/core.json (a link made into a target directory)",
+    tool: "bash",
+    input: () => ({ command: `mkdir a; ln -st a ../core.json; echo '{}' > a/core.json` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash echo > sub/L/../core.json, L a link to ../tools made before (.. after a link)",
+    tool: "bash",
+    setup: (w) => {
+      mkdirSync(join(w.directory, "sub"))
+      mkdirSync(join(w.directory, "tools"))
+      symlinkSync("../tools", join(w.directory, "sub", "L"))
+    },
+    input: () => ({ command: `echo '{}' > sub/L/../core.json` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash builtin hash -p /bin/sed cat; cat -i … core.json",
+    tool: "bash",
+    input: () => ({ command: `builtin hash -p /bin/sed cat; cat -i s/deny/allow/ core.json` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash printf -v P\\ATH …; cat core.json (PATH set by a quoted name)",
+    tool: "bash",
+    setup: (w) => script(w, "b/cat"),
+    input: () => ({ command: `printf -v P\\ATH %s "$PWD/b:/usr/bin:/bin"; cat core.json` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash env BASH_FUNC_cat%%=… bash -c 'cat core.json' (an exported function)",
+    tool: "bash",
+    input: () => ({ command: `env 'BASH_FUNC_cat%%=() { sed -i s/deny/allow/ core.json; }' bash -c 'cat core.json'` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash sed -n 'w core.json' (a file a sed script writes)",
+    tool: "bash",
+    input: () => ({ command: `echo '{}' | sed -n 'w core.json'` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
     name: "write $CORE_HOME/core.json (absolute)",
     tool: "write",
     input: (w) => ({ filePath: join(w.home, "core.json"), content: '{"permission":{"*":"allow"}}' }),
@@ -635,6 +704,7 @@ describe("protected configuration: what stays ordinary", () => {
       ["bash", { command: "{ cat; } < core.json; { echo done; } > /dev/stderr" }],
       ["bash", { command: "{ { cat; } < core.json; } > /dev/stderr" }],
       ["bash", { command: "[ -f core.json ] && [[ a > b ]] && git --no-pager log --oneline -- core.json" }],
+      ["bash", { command: 'while read -r line; do echo "$line"; done < core.json; jq . < core.json; md5sum core.json; echo $PATH' }],
       ["grep", { pattern: "deny" }],
     ] as const) {
       const outcome = await w.settle(tool, input, "no-terminal")

@@ -396,6 +396,12 @@ describe("words a model makes long are read in one pass", () => {
     ["[[ -v 'a[k]' ]]", true],
     ["[[ -v 'a[1]' ]]", false],
     ["cat {/etc,x}/passwd", true],
+    // A sequence expression is an expansion too (`core.js{o..o}n` is core.json).
+    ["cat core.js{o..o}n", true],
+    ["cat {1..3}", true],
+    ["cat '{1..3}'", false],
+    ["cat {1.3}", false],
+    ["cat a..b}", false],
     ["cat {ab}", false],
     ["cat {a}{b,c}", true],
     ["cat '{a,b}'", false],
@@ -450,8 +456,10 @@ describe("words a model makes long are read in one pass", () => {
           await opaque("declare " + "abcdefgh=$x ".repeat(40_000)),
           await opaque("declare " + "abcdefgh=$x ".repeat(40_000) + "; z=(1); declare z=$x"),
           await opaque("declare a=x; ".repeat(30_000) + "b[0]=1; declare b=$x"),
+          await opaque("cat " + "{..".repeat(40_000)),
+          await opaque("cat " + "{..".repeat(40_000) + "}"),
         ]))
         `),
-    ).toEqual([false, true, false, false, true, false, true, false, true, false, true, true])
+    ).toEqual([false, true, false, false, true, false, true, false, true, false, true, true, false, true])
   }, 30_000)
 })

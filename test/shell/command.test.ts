@@ -797,12 +797,22 @@ describe("CommandChecks.paths: which words are paths", () => {
       ["{ cat < in; } > /dev/stderr", false],
       // A program that may write given such a path may make a link to be written later.
       ["ln -s /dev/fd/3 x; echo x 3< in > x", true],
+      ["cp -s /dev/./stdin x; cat < in", true],
+      ["ln -s /proc p; cat 3< in", true],
+      ["cp /dev/null x; cat < in", false],
+      ["npm run dev; cat < in", false],
+      // A pattern may name a descriptor.
+      ["echo x 87< in > /dev/f[d]/87", true],
       // What a name runs is the line's choice: a function, PATH, hash.
       ["cat() { echo x > /dev/stdin; }; cat < in", true],
       ["PATH=bin:$PATH cat < in", true],
       ["export PATH; cat < in", true],
       ["echo $PATH; cat < in", false],
       ["hash -p ./b cat; cat in", true],
+      ["builtin hash -p /bin/sed cat; cat in", true],
+      ["BASH_CMDS[cat]=/bin/sed; cat in", true],
+      ["printf -v P\\ATH %s b; cat in", true],
+      ["bash -c 'P\\ATH=b; cat in'", true],
       ["bin/cat in", true],
       ["/usr/bin/cat in", false],
     ]
