@@ -543,7 +543,6 @@ const needsOf = Effect.fnUntraced(function* (
     secrets,
     edits,
     unsure,
-    // In /dev or /proc a relative path may name a descriptor (`> fd/0` with workdir /dev reopens what `0<` opened).
     unknownChange: unknownChange || viewed.size > 0,
     plain: checks.filter((check) => check.opaque === undefined && !viewed.has(check.resource)),
     opaque: [

@@ -55,13 +55,14 @@ const madeLinks = (parsed: CommandLine.Parsed, workdir: string): ReadonlyMap<str
     // The directory given with -t DIR, -tDIR or --target-directory=DIR, and the operands apart from it.
     let directory: string | undefined
     const operands: Array<CommandLine.Word> = []
+    const namesDirectory = (value: string | undefined) => value !== undefined && /^(-[A-Za-z]*t|--ta[a-z-]*)$/.test(value)
     for (const [index, word] of args.entries()) {
       const value = word.value
       if (value === undefined) continue
       const attached = /^-[A-Za-z]*t(.+)$/.exec(value)?.[1] ?? /^--ta[a-z-]*=(.+)$/.exec(value)?.[1]
       if (attached !== undefined) directory = attached
-      else if (/^-[A-Za-z]*t$/.test(value) || /^--ta[a-z-]*$/.test(value)) directory = args[index + 1]?.value
-      else if (!value.startsWith("-") && !(index > 0 && (/^-[A-Za-z]*t$/.test(args[index - 1]!.value ?? "") || /^--ta[a-z-]*$/.test(args[index - 1]!.value ?? "")))) operands.push(word)
+      else if (namesDirectory(value)) directory = args[index + 1]?.value
+      else if (!value.startsWith("-") && !namesDirectory(args[index - 1]?.value)) operands.push(word)
     }
     const place = (link: string, target: string) => {
       const at = CommandChecks.locate({ text: link, value: link, glob: false, tilde: false }, workdir)

@@ -403,6 +403,17 @@ interface Uses {
  * scope's end, which errs towards a change only for such a statement just after one that reads.
  */
 const usesOf = (parsed: Parsed): Uses => {
+  const known = worked.get(parsed)
+  if (known !== undefined) return known
+  const uses = workOut(parsed)
+  worked.set(parsed, uses)
+  return uses
+}
+
+/** Each line's uses, once worked out: `paths` and `mentioned` both need them. */
+const worked = new WeakMap<Parsed, Uses>()
+
+const workOut = (parsed: Parsed): Uses => {
   const renamed = renames(parsed)
   const onlyReads = (command: CommandLine.Simple) => !renamed && readsByWords(command)
   const count = parsed.commands.length
@@ -575,10 +586,6 @@ export const directoryChange = (words: ReadonlyArray<Word>): Word | null | undef
 }
 
 /**
- * The absolute path a known path word points at from `workdir` (`~` expanded; for a pattern, the directory its
- * matches lie in), or undefined when it names a device or cannot be known before running.
- */
-/**
  * `value` resolved from `workdir` as the system walks it: a `..` after a link leaves where the link leads, not the
  * folder holding the link (`sub/L/../core.json` with L a link to ../tools is the Location's core.json).
  */
@@ -600,6 +607,10 @@ const physical = (workdir: string, value: string): string => {
   return resolve(at)
 }
 
+/**
+ * The absolute path a known path word points at from `workdir` (`~` expanded; for a pattern, the directory its
+ * matches lie in), or undefined when it names a device or cannot be known before running.
+ */
 export const locate = (word: Word, workdir: string, home = homedir()): string | undefined => {
   let value = word.value
   if (value === undefined || value === "") return undefined
