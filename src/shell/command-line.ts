@@ -397,6 +397,23 @@ const walk = (node: Node, collector: Collector, outer?: Gathered): void => {
   close(collector, mark)
 }
 
+/**
+ * What a redirection written after `body` applies to: `body` itself, or for a list, a pipeline or a negation, its
+ * last part (`a && b | c > out` is c's), once the parts before it have been read.
+ */
+const lastOf = (body: Node, collector: Collector): Node => {
+  let node = body
+  while (node.type === "list" || node.type === "pipeline" || node.type === "negated_command") {
+    const last = node.namedChildren.at(-1)
+    if (last === null || last === undefined) break
+    Evaluation.evaluates(node, collector)
+    if (node.isError || node.isMissing) collector.unparsed ??= "bash cannot parse it"
+    for (const child of node.children) if (child !== null && child.id !== last.id) walk(child, collector)
+    node = last
+  }
+  return node
+}
+
 const visit = (node: Node, collector: Collector, outer: Gathered = { redirects: [], words: [] }): void => {
   Evaluation.evaluates(node, collector)
   if (node.isError || node.isMissing) collector.unparsed ??= "bash cannot parse it"
@@ -408,13 +425,16 @@ const visit = (node: Node, collector: Collector, outer: Gathered = { redirects: 
       const body = node.childForFieldName("body")
       const gathered: Gathered = { redirects: [], words: [] }
       for (const redirect of node.childrenForFieldName("redirect")) if (redirect !== null) redirection(redirect, gathered)
+      // `a && b < in` and `a | b > out` are read by the grammar as the list's or the pipeline's redirection; bash
+      // gives it to the last command (or compound command) alone, as here: the parts before it are read as they are.
+      const target = body === null ? null : lastOf(body, collector)
       // A command's scope holds the substitutions in its redirections, read below.
-      if (body?.type === "command") visit(body, collector, gathered)
+      if (target?.type === "command") visit(target, collector, gathered)
       else {
         if (gathered.words.length > 0) collector.unparsed ??= "it gives arguments after a redirection"
-        // `a && b < in` is read by the grammar as the list's redirection: it applies to the commands of the body.
+        // A compound command's (`{ a; b; } < in`, `while …; done < in`): it applies to every command in it.
         const from = collector.commands.length
-        if (body !== null) walk(body, collector)
+        if (target !== null) walk(target, collector)
         const commands = collector.commands.slice(from)
         const scope = begin(collector, from)
         for (const redirect of gathered.redirects) collector.statements.push({ owner: collector.within ?? node.text, redirect, commands, scope })

@@ -266,7 +266,8 @@ describe("bash permission per command", () => {
     expect(outcome.asks).toEqual([
       {
         action: "bash",
-        resources: ["mkdir -p out", "npm run build", "echo $(touch made)", "touch made"],
+        // The redirection is the last command's of its list, as bash reads it, and shown with it.
+        resources: ["mkdir -p out", "npm run build > out/log", "echo $(touch made)", "touch made"],
         save: ["mkdir *", "npm run build *", "echo *", "touch *"],
       },
     ])

@@ -235,10 +235,18 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     changed: coreJsonChanged,
   },
   {
-    name: "bash ls && echo < core.json > /dev/stdin (redirections the grammar gives the list)",
+    name: "bash ls && echo < core.json > /dev/stdin (redirections after a list, its last command's)",
     tool: "bash",
     input: () => ({ command: `ls && echo '{}' < core.json > /dev/stdin` }),
     changed: coreJsonChanged,
+  },
+  {
+    // After a pipeline, a compound command last in it keeps the redirection for every command inside it.
+    name: "bash ls | { cat; echo > /dev/fd/0; } < core.json (a group last in a pipeline)",
+    tool: "bash",
+    input: () => ({ command: `ls | { cat > /dev/null; echo '{}' > /dev/fd/0; } < core.json` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
   },
   {
     name: "bash cp x /dev/stdin < core.json (a program writing the descriptor's path)",
@@ -697,8 +705,10 @@ describe("protected configuration: what stays ordinary", () => {
       ["bash", { command: "cd tools && ls" }],
       ["bash", { command: "echo core.json && git status && git diff core.json" }],
       ["bash", { command: "sort core.json && uniq -c core.json && sort -u tools/x.ts core.json" }],
-      // A redirection the grammar gives the whole list, and one of a statement, only read by what they apply to.
+      // A redirection after a list or a pipeline (bash gives it to the last command), and one of a statement, only
+      // read by what they apply to.
       ["bash", { command: "ls tools && wc -l < tools/x.ts" }],
+      ["bash", { command: "mkdir -p out && wc -l < core.json && ls tools | sort < core.json" }],
       ["bash", { command: "{ head -c 1; wc -l; } < core.json && echo hi > /dev/stderr; cat < core.json" }],
       // A descriptor written after, or around, what reads: never while the file is open to read.
       ["bash", { command: "{ cat; } < core.json; { echo done; } > /dev/stderr" }],

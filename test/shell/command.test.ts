@@ -815,8 +815,39 @@ describe("CommandChecks.paths: which words are paths", () => {
       ["bash -c 'P\\ATH=b; cat in'", true],
       ["bin/cat in", true],
       ["/usr/bin/cat in", false],
+      // After a list or a pipeline, bash gives a redirection to the last command alone: what that one does decides.
+      ["mkdir -p out && wc -l < in", false],
+      ["make | sort < in", false],
+      ["true && cat < in > /dev/stdin", true],
+      ["make && { cat; echo x > /dev/fd/0; } < in", true],
+      ["cat && make < in", true],
     ]
     for (const [line, expected] of cases) expect({ line, changes: await changes(line) }).toEqual({ line, changes: expected })
+  })
+
+  test("a redirection written after a list or a pipeline is its last command's, as bash reads it", async () => {
+    /** Each command with its redirections' targets, and each statement's target with the commands it applies to. */
+    const shape = async (line: string, grammar: boolean) => {
+      const parsed = await Effect.runPromise(CommandLine.parse(line, grammar))
+      return {
+        commands: parsed.commands.map((command) => [command.words.map((word) => word.value).join(" "), command.redirects.map((redirect) => redirect.target.value)]),
+        statements: parsed.statements.map((statement) => [statement.redirect.target.value, statement.commands?.map((command) => command.words[0]?.value)]),
+      }
+    }
+    const cases: ReadonlyArray<readonly [string, ReturnType<typeof shape> extends Promise<infer A> ? A : never]> = [
+      ["a && b < in", { commands: [["a", []], ["b", ["in"]]], statements: [] }],
+      ["a || b && c > out", { commands: [["a", []], ["b", []], ["c", ["out"]]], statements: [] }],
+      ["a | b > out", { commands: [["a", []], ["b", ["out"]]], statements: [] }],
+      ["! a > out", { commands: [["a", ["out"]]], statements: [] }],
+      // The words after it are the command's arguments, as they are after any redirection.
+      ["a && b > out c", { commands: [["a", []], ["b c", ["out"]]], statements: [] }],
+      // A compound command keeps it, for every command inside it.
+      ["a && { b; c; } < in", { commands: [["a", []], ["b", []], ["c", []]], statements: [["in", ["b", "c"]]] }],
+      ["{ a; b; } < in", { commands: [["a", []], ["b", []]], statements: [["in", ["a", "b"]]] }],
+    ]
+    for (const grammar of [false, true]) {
+      for (const [line, expected] of cases) expect({ line, grammar, shape: await shape(line, grammar) }).toEqual({ line, grammar, shape: expected })
+    }
   })
 
   test("a redirection of a function or group belongs to that statement", async () => {
