@@ -204,11 +204,12 @@ export const evaluates = (node: Node, collector: Sink): void => {
 
 /**
  * Variables whose value a program later runs as code or loads (`GIT_EXTERNAL_DIFF='rm x' git diff`,
- * `PS4='$(rm x)' bash -x`, `BASH_ENV`, `LD_PRELOAD`), or lets it (`GIT_ALLOW_PROTOCOL=ext`: an `ext::` URL is a
- * command line): setting one hides what runs.
+ * `PS4='$(rm x)' bash -x`, `BASH_ENV`, `LD_PRELOAD`, `LD_LIBRARY_PATH=.` with a `libc.so.6` the line wrote, the
+ * `GCONV_PATH` iconv loads modules from), or lets it (`GIT_ALLOW_PROTOCOL=ext`: an `ext::` URL is a command line):
+ * setting one hides what runs.
  */
 const CODE_VARIABLES =
-  /^(BASH_FUNC_[^=]*|BASH_CMDS|BASH_ALIASES|POSIXLY_CORRECT|BASH_ENV|ENV|PROMPT_COMMAND|PS[0-4]|SHELLOPTS|BASHOPTS|LD_PRELOAD|LD_AUDIT|DYLD_INSERT_LIBRARIES|GIT_(EXTERNAL_DIFF|SSH|SSH_COMMAND|EDITOR|SEQUENCE_EDITOR|PAGER|ASKPASS|PROXY_COMMAND|EXEC_PATH|CONFIG_[A-Z_0-9]+|CONFIG|CONFIG_GLOBAL|CONFIG_SYSTEM|TEMPLATE_DIR|DIR|ALLOW_PROTOCOL|PROTOCOL_FROM_USER)|EDITOR|VISUAL|PAGER|MANPAGER|MANOPT|ZDOTDIR|LESS|LESSOPEN|LESSCLOSE|LESSKEY|LESSKEYIN|LESSKEY_SRC|LESSKEY_CONTENT|SYSTEMD_PAGER|SYSTEMD_EDITOR|SUDO_EDITOR|FCEDIT|[A-Z_]*ASKPASS|PERL5OPT|PERL5DB|NODE_OPTIONS|RUBYOPT|PYTHONSTARTUP|PYTHONINSPECT|BROWSER|MAKEFLAGS|MFLAGS|TAR_OPTIONS|SSH_ORIGINAL_COMMAND)(\[|\+?=)/
+  /^(BASH_FUNC_[^=]*|BASH_CMDS|BASH_ALIASES|POSIXLY_CORRECT|BASH_ENV|ENV|PROMPT_COMMAND|PS[0-4]|SHELLOPTS|BASHOPTS|LD_PRELOAD|LD_AUDIT|LD_LIBRARY_PATH|GCONV_PATH|DYLD_INSERT_LIBRARIES|DYLD_LIBRARY_PATH|GIT_(EXTERNAL_DIFF|SSH|SSH_COMMAND|EDITOR|SEQUENCE_EDITOR|PAGER|ASKPASS|PROXY_COMMAND|EXEC_PATH|CONFIG_[A-Z_0-9]+|CONFIG|CONFIG_GLOBAL|CONFIG_SYSTEM|TEMPLATE_DIR|DIR|ALLOW_PROTOCOL|PROTOCOL_FROM_USER)|EDITOR|VISUAL|PAGER|MANPAGER|MANOPT|ZDOTDIR|LESS|LESSOPEN|LESSCLOSE|LESSKEY|LESSKEYIN|LESSKEY_SRC|LESSKEY_CONTENT|SYSTEMD_PAGER|SYSTEMD_EDITOR|SUDO_EDITOR|FCEDIT|[A-Z_]*ASKPASS|PERL5OPT|PERL5DB|NODE_OPTIONS|RUBYOPT|PYTHONSTARTUP|PYTHONINSPECT|BROWSER|MAKEFLAGS|MFLAGS|TAR_OPTIONS|SSH_ORIGINAL_COMMAND)(\[|\+?=)/
 
 /**
  * bash's own integer variables: a value given to one is evaluated as arithmetic, so `OPTIND='a[$(cmd)]'` runs cmd
@@ -226,8 +227,11 @@ const evaluatedName = (name: string): boolean => INTEGER_SPECIALS.test(name) || 
  */
 const PLACE_VARIABLES = /^(HOME|XDG_CONFIG_HOME|CDPATH)(\[|\+?=)/
 
-/** Variables naming a file a program writes to (git's traces: `GIT_TRACE=/path` appends to that file). */
-const FILE_VARIABLES = /^(GIT_TRACE[A-Z0-9_]*)(\[|\+?=)/
+/**
+ * Variables naming a file a program writes to (git's traces: `GIT_TRACE=/path` appends to that file; the dynamic
+ * loader's `LD_DEBUG_OUTPUT=PATH`, written as PATH.PID, and `LD_PROFILE_OUTPUT`, the folder of its profiles).
+ */
+const FILE_VARIABLES = /^(GIT_TRACE[A-Z0-9_]*|LD_DEBUG_OUTPUT|LD_PROFILE_OUTPUT)(\[|\+?=)/
 
 /** The variables setting one of which makes a statement opaque, with what the reason says of it. */
 const NAMED: ReadonlyArray<readonly [RegExp, string]> = [

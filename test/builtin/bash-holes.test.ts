@@ -90,6 +90,11 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["fd . --exec rm", "denied"],
   // What a model tries next.
   ["GIT_EXTERNAL_DIFF='rm v.txt' git diff", "asked"],
+  // A library the line wrote, loaded in place of the system's (`libc.so.6` in `.`), or an iconv module.
+  ["LD_LIBRARY_PATH=. ls v.txt", "asked"],
+  ["export LD_LIBRARY_PATH=.; ls v.txt", "asked"],
+  ["env GCONV_PATH=. iconv -f utf-16 -t utf-8 v.txt", "asked"],
+  ["LD_DEBUG=libs LD_DEBUG_OUTPUT=tools/x ls", "asked"],
   ["PS4='$(rm v.txt)' bash -xc true", "asked"],
   ["export BASH_ENV=./x.sh", "asked"],
   ["at now <<< 'rm v.txt'", "asked"],
