@@ -329,7 +329,30 @@ export const paths = (parsed: Parsed): ReadonlyArray<Path> => {
  * do anything.
  */
 const readsByWords = (command: CommandLine.Simple): boolean =>
-  command.kind === "command" && command.within === undefined && Protected.readsOnly(command.words.map((word) => (word.glob ? undefined : word.value)))
+  command.kind === "command" && command.within === undefined && wordsRead(command.words)
+
+/**
+ * Wrappers that run their command as it is and write no file themselves: what they run decides (`timeout 5 cat x`,
+ * `env cat x`). Not `nohup` (it may write nohup.out), `time` (GNU time's `-o FILE`) or `exec` (its redirections stay
+ * open for the rest of the line).
+ */
+const READ_WRAPPERS: ReadonlySet<string> = new Set(["env", "nice", "timeout", "command", "stdbuf"])
+
+/**
+ * Whether `words` only read what they name (Protected.readsOnly), through a wrapper above that sets nothing for
+ * its command (no `NAME=value`, no option with a value given by `=`): a variable it set may change what runs.
+ */
+const wordsRead = (words: ReadonlyArray<Word>): boolean => {
+  const name = words[0]?.value
+  // By its name, or as the system's own (`/usr/bin/env`), as Protected.readsOnly takes a program named by a path.
+  if (name !== undefined && (!name.includes("/") || /^\/(usr\/)?bin\/[^/]+$/.test(name)) && READ_WRAPPERS.has(basename(name))) {
+    const inner = Runs.neutral(words)
+    if (inner === undefined) return false
+    const own = words.slice(1, words.length - inner.length)
+    return !own.some((word) => word.value === undefined || word.value.includes("=")) && wordsRead(inner)
+  }
+  return Protected.readsOnly(words.map((word) => (word.glob ? undefined : word.value)))
+}
 
 /** PATH named other than to expand it (`PATH=…`, `export PATH`, `${PATH:=…}`; `$PATH` only reads it). */
 const NAMES_PATH = /(^|[^A-Za-z0-9_$])PATH([^A-Za-z0-9_]|$)/

@@ -249,6 +249,14 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     unsandboxed: true,
   },
   {
+    name: "bash timeout 5 cp x core.json (a wrapper running a command that writes)",
+    tool: "bash",
+    setup: (w) => writeFileSync(join(w.directory, "x"), "{}"),
+    input: () => ({ command: `timeout 5 cp x core.json` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
     name: "bash cp x /dev/stdin < core.json (a program writing the descriptor's path)",
     tool: "bash",
     setup: (w) => writeFileSync(join(w.directory, "x"), "{}"),
@@ -709,6 +717,8 @@ describe("protected configuration: what stays ordinary", () => {
       // read by what they apply to.
       ["bash", { command: "ls tools && wc -l < tools/x.ts" }],
       ["bash", { command: "mkdir -p out && wc -l < core.json && ls tools | sort < core.json" }],
+      // A wrapper that runs its command as it is.
+      ["bash", { command: "timeout 5 cat core.json && env cat core.json && /usr/bin/env wc -l core.json && nice -n 5 head core.json" }],
       ["bash", { command: "{ head -c 1; wc -l; } < core.json && echo hi > /dev/stderr; cat < core.json" }],
       // A descriptor written after, or around, what reads: never while the file is open to read.
       ["bash", { command: "{ cat; } < core.json; { echo done; } > /dev/stderr" }],

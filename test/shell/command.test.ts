@@ -821,6 +821,20 @@ describe("CommandChecks.paths: which words are paths", () => {
       ["true && cat < in > /dev/stdin", true],
       ["make && { cat; echo x > /dev/fd/0; } < in", true],
       ["cat && make < in", true],
+      // A wrapper that runs its command as it is: what it runs decides; one that sets something for it, or writes
+      // a file itself, or is not the system's, does not only read.
+      ["timeout 5 cat in", false],
+      ["env cat in", false],
+      ["/usr/bin/env cat in", false],
+      ["nice -n 5 env -i cat in", false],
+      ["command cat < in", false],
+      ["stdbuf -oL cat in", false],
+      ["env FOO=1 cat in", true],
+      ["env LD_PRELOAD=./x.so cat in", true],
+      ["timeout --signal=KILL 5 cat in", true],
+      ["nohup cat in", true],
+      ["bin/env cat in", true],
+      ["timeout 5 cp x in", true],
     ]
     for (const [line, expected] of cases) expect({ line, changes: await changes(line) }).toEqual({ line, changes: expected })
   })
