@@ -464,7 +464,7 @@ const needsOf = Effect.fnUntraced(function* (
   // Core's own configuration (Protected): a path a command may change that leads there (or holds it), or into
   // core's data directory, is checked as an edit of it, which is then always asked of a person.
   const unsure = new Set<string>()
-  let unknownChange = CommandChecks.sedWrites(parsed)
+  let unknownChange = CommandChecks.scriptWrites(parsed)
   const moves = parsed.commands.some((command) => CommandChecks.directoryChange(command.words) !== undefined)
   // The commands changing a path through a process's own view of /proc, with why: asked as ones changing a path
   // not known.

@@ -382,6 +382,23 @@ const READ_ONLY = new Set([
  */
 const SORT_WRITES = /^(-[A-Za-z]*[oT]|--[ot])/
 
+const AWKS: ReadonlySet<string> = new Set(["awk", "gawk", "mawk", "nawk"])
+
+/**
+ * awk given only `-F SEP` and `-v NAME=VALUE` before its program reads the files it names; one told to read its
+ * program from a file (`-f`), or given any other option (gawk's `-o`, `-p` and `-d` write files), may write them. What
+ * a program written out writes or runs (`print > "f"`, `system(…)`) is asked by the bash checks, as sed's `w` is.
+ */
+const awkReadsOnly = (words: ReadonlyArray<string>): boolean => {
+  for (let index = 0; index < words.length; index++) {
+    const word = words[index]!
+    if (word === "--" || !word.startsWith("-") || word === "-") return true
+    if (word === "-F" || word === "-v") index++
+    else if (!/^-[Fv]./s.test(word)) return false
+  }
+  return true
+}
+
 /**
  * `uniq` writes its second operand (`uniq IN OUT`, `uniq - OUT`): with one at most, it only reads. Every word after
  * the first operand counts as one, as it is when POSIXLY_CORRECT is set (`uniq IN -w/../OUT`), and so does an
@@ -440,6 +457,7 @@ export const readsOnly = (words: ReadonlyArray<string | undefined>): boolean => 
   // file -C writes NAME.mgc for each magic file it compiles.
   if (base === "file") return !known.some((word) => /^(-[A-Za-z]*C|--c)/.test(word))
   if (base === "uniq") return uniqReadsOnly(known)
+  if (AWKS.has(base)) return awkReadsOnly(known)
   return READ_ONLY.has(base)
 }
 

@@ -9,6 +9,7 @@ import { realpathSync } from "node:fs"
 import { basename, dirname, join, resolve } from "node:path"
 import { Protected } from "../permission/protected"
 import { Arity } from "./arity"
+import { Awk } from "./awk"
 import { CommandLine } from "./command-line"
 import { Flags } from "./flags"
 import { Operands } from "./operands"
@@ -567,15 +568,27 @@ const changed = (parsed: Parsed): ReadonlyArray<Path> => {
   return found
 }
 
+/** The programs whose scripts may name a file they write, each with the reader that says whether this one may. */
+const SCRIPTED: Readonly<Record<string, (args: ReadonlyArray<string | undefined>) => boolean>> = {
+  sed: Sed.runs,
+  awk: Awk.runs,
+  gawk: Awk.runs,
+  mawk: Awk.runs,
+  nawk: Awk.runs,
+}
+
 /**
- * Whether the line runs a sed script that writes, or may write, a file it names itself (`sed -n 'w core.json'`, the
- * `w` flag of `s`, `e`, or a script core cannot read: Sed.runs), also as a wrapper runs it: such a file is not a
- * word of the line, so what it changes is known only when it runs.
+ * Whether the line runs a sed script or an awk program that writes, or may write, a file it names itself (`sed -n
+ * 'w core.json'`, the `w` flag of `s`, `e`; `awk '{ print > "core.json" }'`, `system(…)`; or a script core cannot
+ * read: Sed.runs, Awk.runs), also as a wrapper runs it: such a file is not a word of the line, so what it changes is
+ * known only when it runs.
  */
-export const sedWrites = (parsed: Parsed): boolean => {
-  const visit = (words: ReadonlyArray<Word>): boolean =>
-    (basename(words[0]?.value ?? "") === "sed" && Sed.runs(words.slice(1).map((word) => word.value))) ||
-    Runs.of(words).commands.some(visit)
+export const scriptWrites = (parsed: Parsed): boolean => {
+  const visit = (words: ReadonlyArray<Word>): boolean => {
+    const name = basename(words[0]?.value ?? "")
+    const mayWrite = Object.hasOwn(SCRIPTED, name) ? SCRIPTED[name]! : undefined
+    return (mayWrite !== undefined && mayWrite(words.slice(1).map((word) => word.value))) || Runs.of(words).commands.some(visit)
+  }
   return parsed.commands.some((command) => command.kind === "command" && visit(command.words))
 }
 

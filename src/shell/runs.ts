@@ -7,6 +7,7 @@ export * as Runs from "./runs"
 
 import { basename, posix } from "node:path"
 import { Arity } from "./arity"
+import { Awk } from "./awk"
 import { Operands } from "./operands"
 import { Sed } from "./sed"
 import type { Words } from "./words"
@@ -292,27 +293,14 @@ const foreign = (name: string, spec: Interpreter, words: ReadonlyArray<Word>): I
   return NOTHING
 }
 
-/** awk: its program is code that can run commands (`system()`, pipes); one that does neither runs nothing else. */
-const awk = (name: string, words: ReadonlyArray<Word>): Inner => {
-  const { options, operands } = split(words, ["-F", "-v", "-f", "-e", "-i", "-l", "--source", "--file", "--include"])
-  const programs: Array<Word> = []
-  let file = false
-  for (let index = 0; index < options.length; index++) {
-    const value = options[index]!.value
-    if ((value === "-e" || value === "--source") && index + 1 < options.length) programs.push(options[++index]!)
-    else if (value?.startsWith("--source=")) programs.push({ ...options[index]!, value: value.slice("--source=".length) })
-    else if (value === "-f" || value === "--file" || value?.startsWith("--file=")) file = true
-  }
-  if (!file && programs.length === 0 && operands[0] !== undefined) programs.push(operands[0])
-  for (const program of programs) {
-    if (program.value === undefined) return opaque(`the ${name} program holds an expansion`)
-    // `system(...)` and pipes to or from a command (`print | "sh"`, `"cmd" | getline`) run commands; `||` does not.
-    if (/\bsystem\s*\(/.test(program.value) || /(^|[^|])\|(?!\|)/.test(program.value)) {
-      return opaque(`the ${name} program runs commands`)
-    }
-  }
-  return NOTHING
-}
+/**
+ * awk: its program is code that may write a file or run a command (`print > "f"`, `print | "sh"`, `system()`,
+ * ./awk); one that does neither, written out on the line, runs nothing else.
+ */
+const awk = (name: string, words: ReadonlyArray<Word>): Inner =>
+  Awk.runs(words.slice(1).map((word) => word.value))
+    ? opaque(`the ${name} program may write files or run commands (print > file, print | command, system()), or is not on the line`)
+    : NOTHING
 
 /** The command a wrapper runs, checked like any other; unknown when its name is not a literal word. */
 const wrapped = (name: string, words: ReadonlyArray<Word>, replace?: string): Inner => {

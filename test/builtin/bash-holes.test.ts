@@ -95,6 +95,8 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["export LD_LIBRARY_PATH=.; ls v.txt", "asked"],
   ["env GCONV_PATH=. iconv -f utf-16 -t utf-8 v.txt", "asked"],
   ["LD_DEBUG=libs LD_DEBUG_OUTPUT=tools/x ls", "asked"],
+  // An awk program writing a file it names, or a command's output to one.
+  ["awk 'BEGIN { print \"rm v.txt\" > \"x.sh\" }'", "asked"],
   ["PS4='$(rm v.txt)' bash -xc true", "asked"],
   ["export BASH_ENV=./x.sh", "asked"],
   ["at now <<< 'rm v.txt'", "asked"],

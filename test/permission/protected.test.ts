@@ -257,6 +257,14 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     unsandboxed: true,
   },
   {
+    // The file is named in the program, not as a word of the line.
+    name: "bash awk 'BEGIN { print > \"core.json\" }' (an awk program writing a file it names)",
+    tool: "bash",
+    input: () => ({ command: `awk 'BEGIN { print "{}" > "core.json" }'` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
     name: "bash cp x /dev/stdin < core.json (a program writing the descriptor's path)",
     tool: "bash",
     setup: (w) => writeFileSync(join(w.directory, "x"), "{}"),
@@ -719,6 +727,8 @@ describe("protected configuration: what stays ordinary", () => {
       ["bash", { command: "mkdir -p out && wc -l < core.json && ls tools | sort < core.json" }],
       // A wrapper that runs its command as it is.
       ["bash", { command: "timeout 5 cat core.json && env cat core.json && /usr/bin/env wc -l core.json && nice -n 5 head core.json" }],
+      // An awk program that writes nothing (a comparison, a > in a string) only reads what it is given.
+      ["bash", { command: `awk '{ print }' core.json && awk -F'"' 'NF > 2 { print $2 " > " NR }' core.json` }],
       ["bash", { command: "{ head -c 1; wc -l; } < core.json && echo hi > /dev/stderr; cat < core.json" }],
       // A descriptor written after, or around, what reads: never while the file is open to read.
       ["bash", { command: "{ cat; } < core.json; { echo done; } > /dev/stderr" }],

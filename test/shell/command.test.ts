@@ -288,6 +288,12 @@ describe("CommandChecks.checks: what cannot be known from the text is opaque", (
     "awk 'BEGIN { system(\"rm x\") }'",
     "awk '{ print | \"sh\" }' list",
     'awk "$PROGRAM" data',
+    // An awk program writing a file it names itself, which the edit rules cannot see.
+    "awk '{ print > \"core.json\" }' data",
+    "awk 'BEGIN { printf \"%s\", x >> \"out\" }'",
+    "gawk -e '{ print > \"out\" }' data",
+    "gawk -o out '{ print }' data",
+    "awk '@load \"x\"; { print }' data",
   ]
   for (const line of opaqueLines) {
     test(`${line} is opaque`, async () => {
@@ -369,6 +375,8 @@ describe("CommandChecks.checks: what cannot be known from the text is opaque", (
     "awk '{ print $1 }' data",
     "awk -F: '$1 == \"root\" || $3 == 0' /etc/passwd",
     "awk -f prog.awk data",
+    // A comparison, a regular expression with an alternative, a > in a string or in parentheses: nothing written.
+    "awk '$1 > 5 && /a|b/ { print $1 \" > \" ($2 > 1) }' data",
     "trap - INT",
     "trap '' INT",
     "trap -p",
