@@ -2,76 +2,19 @@ export * as Awk from "./awk"
 
 // Whether an awk command line may write a file or run a command core cannot check: its program's output
 // redirections (`print > "f"`, `printf … >> f`, `print | "cmd"`), a command it reads from (`"cmd" | getline`),
-// `system(…)`, and gawk's directives and indirect calls (`@load`, `@f()`). The program is read as awk reads its
-// arguments (`-F SEP`, `-v NAME=VALUE`, `--`, then the program) in one pass over its characters, strings and
-// regular expressions skipped: a `>` is a redirection only inside a `print` or `printf` statement outside
-// parentheses (`$1 > 5` and `print (a > b)` compare). Whatever cannot be read for certain (any other option, such
-// as gawk's `-o`, `-p` and `-d`, which write files; a program held in an expansion) counts as writing.
+// `system(…)`, and gawk's directives and indirect calls (`@load`, `@f()`). Read from the program's text as written,
+// without telling strings, regular expressions and division apart (where a reader that tried could be led astray,
+// `print /"/ > "f"`): a `|` that is not `||`, `system`, or `@` anywhere, and a `>` anywhere after a `print` or
+// `printf` (a redirection can only follow one), count as writing; so `$1 > 5 { print }` only reads, and `{ print
+// $1 " > " $2 }` errs towards a write. The arguments are read as awk reads them (`-F SEP`, `-v NAME=VALUE`, `--`,
+// then the program); whatever cannot be read for certain (any other option, such as gawk's `-o`, `-p` and `-d`,
+// which write files; a program held in an expansion) counts as writing.
 
-/** Characters after which a `/` starts a regular expression rather than dividing. */
-const BEFORE_REGEX = new Set(["", "(", ",", "{", "}", ";", "!", "~", "&", "|", "=", "<", ">", "?", ":", "\n", "+", "-", "*", "%", "^"])
-
-/** Whether the awk program `program` may write a file or run a command. */
+/** Whether the awk program `program` may write a file or run a command, by its text (see above). */
 const programRuns = (program: string): boolean => {
-  let depth = 0
-  /** The depth of the `print` or `printf` statement under way, if one is. */
-  let printing: number | undefined
-  /** The last character outside spaces, strings and regular expressions (what a `/` follows). */
-  let last = ""
-  let index = 0
-  while (index < program.length) {
-    const char = program[index]!
-    if (char === '"') {
-      // A string: up to its closing quote, a backslash escaping the next character.
-      index++
-      while (index < program.length && program[index] !== '"') index += program[index] === "\\" ? 2 : 1
-      index++
-      last = '"'
-      continue
-    }
-    if (char === "/" && BEFORE_REGEX.has(last)) {
-      // A regular expression: up to its closing slash, outside a bracket expression, a backslash escaping.
-      index++
-      let bracket = false
-      while (index < program.length && (program[index] !== "/" || bracket)) {
-        if (program[index] === "\\") index++
-        else if (program[index] === "[") bracket = true
-        else if (program[index] === "]") bracket = false
-        index++
-      }
-      index++
-      last = "/"
-      continue
-    }
-    if (char === "#") {
-      while (index < program.length && program[index] !== "\n") index++
-      continue
-    }
-    if (char === "@") return true
-    if (/[A-Za-z_]/.test(char)) {
-      let end = index
-      while (end < program.length && /[A-Za-z0-9_]/.test(program[end]!)) end++
-      const word = program.slice(index, end)
-      if (word === "system") return true
-      if (word === "print" || word === "printf") printing = depth
-      index = end
-      last = "a"
-      continue
-    }
-    if (char === "(") depth++
-    else if (char === ")") depth--
-    else if (char === "|") {
-      // `||` is or; a single `|` pipes (`print | "cmd"`, `"cmd" | getline`, gawk's `|&`).
-      if (program[index + 1] !== "|") return true
-      index += 2
-      last = "|"
-      continue
-    } else if (char === ">" && printing !== undefined && depth <= printing) return true
-    else if (char === ";" || char === "\n" || char === "{" || char === "}") printing = undefined
-    if (char !== " " && char !== "\t") last = char
-    index++
-  }
-  return false
+  if (/@|system|(^|[^|])\|(?!\|)/.test(program)) return true
+  const printing = program.search(/print/)
+  return printing !== -1 && program.indexOf(">", printing) !== -1
 }
 
 /** Options whose value is a program file, or gawk's source file or extension to load: code in a file, as a script is. */

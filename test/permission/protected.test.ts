@@ -727,8 +727,8 @@ describe("protected configuration: what stays ordinary", () => {
       ["bash", { command: "mkdir -p out && wc -l < core.json && ls tools | sort < core.json" }],
       // A wrapper that runs its command as it is.
       ["bash", { command: "timeout 5 cat core.json && env cat core.json && /usr/bin/env wc -l core.json && nice -n 5 head core.json" }],
-      // An awk program that writes nothing (a comparison, a > in a string) only reads what it is given.
-      ["bash", { command: `awk '{ print }' core.json && awk -F'"' 'NF > 2 { print $2 " > " NR }' core.json` }],
+      // An awk program that writes nothing (a comparison before any print) only reads what it is given.
+      ["bash", { command: `awk '{ print }' core.json && awk -F'"' -v n=2 'NF > n { print $2 }' core.json` }],
       ["bash", { command: "{ head -c 1; wc -l; } < core.json && echo hi > /dev/stderr; cat < core.json" }],
       // A descriptor written after, or around, what reads: never while the file is open to read.
       ["bash", { command: "{ cat; } < core.json; { echo done; } > /dev/stderr" }],
