@@ -382,6 +382,10 @@ const READ_ONLY = new Set([
  */
 const SORT_WRITES = /^(-[A-Za-z]*[oT]|--[ot])/
 
+/** A program named by the system's own path (`/bin/cat`, `/usr/bin/env`): the one a bare name runs, PATH unchanged. */
+export const SYSTEM_PROGRAM = /^\/(usr\/)?bin\/[^/]+$/
+
+/** The names awk is run by (the shell's reader of its programs, ../shell/awk, sits on a floor above). */
 const AWKS: ReadonlySet<string> = new Set(["awk", "gawk", "mawk", "nawk"])
 
 /**
@@ -438,7 +442,7 @@ export const readsOnly = (words: ReadonlyArray<string | undefined>): boolean => 
   const name = words[0]
   if (name === undefined) return false
   // A program named by a path runs whatever file is there (`bin/cat`): only the system's own are known.
-  if (name.includes("/") && !/^\/(usr\/)?bin\/[^/]+$/.test(name)) return false
+  if (name.includes("/") && !SYSTEM_PROGRAM.test(name)) return false
   const base = name.slice(name.lastIndexOf("/") + 1)
   const rest = words.slice(1)
   if (!READ_ONLY.has(base) && rest.some((word) => word === undefined)) return false

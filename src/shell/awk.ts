@@ -10,6 +10,9 @@ export * as Awk from "./awk"
 // then the program); whatever cannot be read for certain (any other option, such as gawk's `-o`, `-p` and `-d`,
 // which write files; a program held in an expansion) counts as writing.
 
+/** The names awk is run by. */
+export const NAMES: ReadonlySet<string> = new Set(["awk", "gawk", "mawk", "nawk"])
+
 /** Whether the awk program `program` may write a file or run a command, by its text (see above). */
 const programRuns = (program: string): boolean => {
   if (/@|system|(^|[^|])\|(?!\|)/.test(program)) return true

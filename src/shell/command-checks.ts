@@ -346,7 +346,7 @@ const READ_WRAPPERS: ReadonlySet<string> = new Set(["env", "nice", "timeout", "c
 const wordsRead = (words: ReadonlyArray<Word>): boolean => {
   const name = words[0]?.value
   // By its name, or as the system's own (`/usr/bin/env`), as Protected.readsOnly takes a program named by a path.
-  if (name !== undefined && (!name.includes("/") || /^\/(usr\/)?bin\/[^/]+$/.test(name)) && READ_WRAPPERS.has(basename(name))) {
+  if (name !== undefined && (!name.includes("/") || Protected.SYSTEM_PROGRAM.test(name)) && READ_WRAPPERS.has(basename(name))) {
     const inner = Runs.neutral(words)
     if (inner === undefined) return false
     const own = words.slice(1, words.length - inner.length)
@@ -571,10 +571,7 @@ const changed = (parsed: Parsed): ReadonlyArray<Path> => {
 /** The programs whose scripts may name a file they write, each with the reader that says whether this one may. */
 const SCRIPTED: Readonly<Record<string, (args: ReadonlyArray<string | undefined>) => boolean>> = {
   sed: Sed.runs,
-  awk: Awk.runs,
-  gawk: Awk.runs,
-  mawk: Awk.runs,
-  nawk: Awk.runs,
+  ...Object.fromEntries([...Awk.NAMES].map((name) => [name, Awk.runs])),
 }
 
 /**

@@ -8,6 +8,7 @@ export * as Operands from "./operands"
 // word reading; ./command uses it.
 
 import { Arity } from "./arity"
+import { Awk } from "./awk"
 import type { Words } from "./words"
 
 type Word = Words.Word
@@ -364,8 +365,6 @@ const NO_FILES: ReadonlySet<string> = new Set([
   "alias", "unalias", "let", "read", "getopts", "trap", "eval", "date", "id", "whoami", "uname", "hostname", "pwd",
 ])
 
-const AWKS: ReadonlySet<string> = new Set(["awk", "gawk", "mawk", "nawk"])
-
 /** A value that names a place outside the working directory's subtree: absolute, in a home, or up a level. */
 const PLACE = /^(\/|~([/]|$))|(^|\/)\.\.(\/|$)/
 
@@ -409,7 +408,7 @@ export const guessed = (name: string, words: ReadonlyArray<Word>): Array<Operand
   let end = words.length
   const wrapper = Arity.wrapperOf(words, name)
   if (wrapper !== undefined) end = Arity.wrappedIndex(words, wrapper.wrapper, wrapper.length) ?? words.length
-  let program = AWKS.has(name) && !words.some((word) => /^(-f|-e|--file|--source)/.test(word.value ?? ""))
+  let program = Awk.NAMES.has(name) && !words.some((word) => /^(-f|-e|--file|--source)/.test(word.value ?? ""))
   const found: Array<Operand> = []
   for (let index = 1; index < end; index++) {
     const word = words[index]!
@@ -453,7 +452,7 @@ export const named = (name: string, words: ReadonlyArray<Word>): Array<string> =
   let end = words.length
   const wrapper = Arity.wrapperOf(words, name)
   if (wrapper !== undefined) end = Arity.wrappedIndex(words, wrapper.wrapper, wrapper.length) ?? words.length
-  let program = AWKS.has(name) && !words.some((word) => /^(-f|-e|--file|--source)/.test(word.value ?? ""))
+  let program = Awk.NAMES.has(name) && !words.some((word) => /^(-f|-e|--file|--source)/.test(word.value ?? ""))
   const found: Array<string> = []
   for (let index = 1; index < end; index++) {
     const value = words[index]!.value

@@ -146,8 +146,6 @@ const groupHoldsCode = (value: string, grouped: Interpreter["grouped"]): boolean
   return false
 }
 
-const AWKS: ReadonlySet<string> = new Set(["awk", "gawk", "mawk", "nawk"])
-
 /**
  * A script path that is the process's own input or an inherited descriptor, however it is spelled (`/dev/./stdin`,
  * `/dev/stdin/.`, `/proc/self/./fd/0`; from a relative path, enough `..` reach `/`): its code is fed by the line.
@@ -466,7 +464,7 @@ export const of = (words: ReadonlyArray<Word>): Inner => {
   if (Object.hasOwn(INTERPRETERS, name) && !(name === "bun" && args[0]?.value === "x")) return foreign(name, INTERPRETERS[name]!, words)
   // A program file fed by the line (`make -f /dev/stdin`, `awk -f <(echo …)`, `sed -f -`).
   if (PROGRAM_FILE_READERS.has(name) && programFed(args)) return opaque(`${name} reads a program fed to it by the line`)
-  if (AWKS.has(name)) return awk(name, words)
+  if (Awk.NAMES.has(name)) return awk(name, words)
   if (name === "deno" && args[0]?.value === "eval") return opaque("deno eval runs code given as text, which core does not read")
   if (RUNS_ITS_OWN.has(name)) return opaque(`${name} runs commands of its own language or schedule, which core does not read`)
   const special = SPECIAL[name]?.(words)
