@@ -2,7 +2,8 @@
 // COMMAND...`; PIDS "no" runs sandboxed commands without a PID namespace, as core run by a user who is not root
 // does). MODE "sequence" runs the commands in turn, "sockets" too with Unix sockets granted (`shell.sockets`), "bare" in
 // turn without a sandbox (as `shell.sandbox: "off"` runs them); MODE "crowd" runs its one command while another call runs
-// (named core-victim, until the command writes a file `done` in the Location, 30 s at most) and a spare supervisor waits for the next, then one call more. Prints
+// (named core-victim, until the command writes a file `done` in the Location, 30 s at most) and a spare supervisor waits for the next (readied as a
+// first call ends once the command has started), then one call more. Prints
 // each run's outcome as one JSON line (crowd: the command's, the other call's, the last's). Started by the attack
 // tests, as root or as another user: that it prints every line shows that core outlived each command.
 
@@ -29,10 +30,14 @@ const run = (command: string) =>
 const print = (outcome: unknown) => console.log(JSON.stringify(outcome))
 
 if (mode === "crowd") {
-  // A short call first: once it has ended, with the command launched after it, a spare is readied for the next call.
-  const first = run("sleep 0.3")
-  const other = run("exec -a core-victim bash -c 'for i in $(seq 300); do [ -e done ] && exit 0; sleep 0.1; done; exit 1'")
-  const attack = run(commands[0]!)
+  // A call first that ends once the command has started (it writes `started`): with every call launched by then, the
+  // spare readied as it ends waits for the next call. Ended by time instead, it could end while the others still
+  // wait their turn to start (one at a time on 2 processors, seconds apart on a busy machine), and one of them took
+  // the spare.
+  const wait = (file: string) => `for i in $(seq 300); do [ -e ${file} ] && exit 0; sleep 0.1; done; exit 1`
+  const first = run(wait("started"))
+  const other = run(`exec -a core-victim bash -c '${wait("done")}'`)
+  const attack = run(`: > started; ${commands[0]!}`)
   await first
   print(await attack)
   print(await other)
