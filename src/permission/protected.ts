@@ -374,7 +374,9 @@ export const secretToCommands = (roots: Roots, real: string): boolean =>
 const READ_ONLY = new Set([
   "cat", "head", "tail", "less", "more", "stat", "file", "du", "wc", "diff", "ls", "grep", "cd", "pushd", "popd",
   "echo", "printf", "test", "[", "[[", "true", "false", "type", "which", "realpath", "readlink", "basename", "dirname",
-  "read", "jq", "md5sum", "sha1sum", "sha256sum", "sha512sum", "cksum",
+  "read", "jq", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum", "sum",
+  "cut", "nl", "tac", "rev", "fold", "column", "expand", "unexpand", "od", "hexdump", "strings", "comm", "paste", "join",
+  "cmp", "base64", "base32",
 ])
 /**
  * `sort` writes where an option says (`-o FILE`, `-T DIR` for its temporary files; in a group of short options, or a

@@ -721,6 +721,7 @@ describe("protected configuration: what stays ordinary", () => {
       ["bash", { command: "cd tools && ls" }],
       ["bash", { command: "echo core.json && git status && git diff core.json" }],
       ["bash", { command: "sort core.json && uniq -c core.json && sort -u tools/x.ts core.json" }],
+      ["bash", { command: "cut -c1-20 core.json; nl core.json | tac; od -c core.json | head; comm core.json tools/x.ts; cmp core.json tools/x.ts; base64 core.json" }],
       // A redirection after a list or a pipeline (bash gives it to the last command), and one of a statement, only
       // read by what they apply to.
       ["bash", { command: "ls tools && wc -l < tools/x.ts" }],
