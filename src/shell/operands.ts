@@ -346,6 +346,15 @@ export const of = (name: string, written: ReadonlyArray<Word>): Array<Operand> =
   const copying = access === "copy" || moving
   // Where a copy goes: the target option's directory, else its last operand; what it receives, the others.
   const target = copying ? (targeted ? found.findIndex((operand) => operand.access === "write") : -1) : -1
+  // `ln SOURCE` alone links SOURCE's name in the working directory (`ln -sf e/core.json` makes ./core.json): that is
+  // the operand it writes, a name known only when the source's is.
+  if (name === "ln" && !targeted && positional.length === 1) {
+    const source = positional[0]!
+    const made = source.value === undefined ? undefined : linkName(source.value)
+    found.push({ word: source, writes: false, access: "read" })
+    found.push({ word: { ...source, text: made ?? source.text, value: made }, writes: false, access: "write", sources: [source] })
+    return found
+  }
   const sources = copying ? (targeted ? positional : positional.slice(0, -1)) : []
   if (target !== -1) found[target] = { ...found[target]!, sources }
   positional.forEach((word, index) => {
@@ -356,6 +365,12 @@ export const of = (name: string, written: ReadonlyArray<Word>): Array<Operand> =
     found.push({ word, writes: false, access: each, ...(deep && each !== "read" ? { deep } : {}), ...(copying && last ? { sources } : {}) })
   })
   return found
+}
+
+/** The name `ln SOURCE` gives its link in the working directory: the source's last part (`e/tools/` → tools). */
+export const linkName = (source: string): string => {
+  const trimmed = source.replace(/\/+$/, "")
+  return trimmed.slice(trimmed.lastIndexOf("/") + 1)
 }
 
 /** Programs that name no file with their arguments, however they look (`echo /etc/passwd` prints a string). */

@@ -257,6 +257,40 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     unsandboxed: true,
   },
   {
+    // One operand: ln makes the source's name in the working directory.
+    name: "bash ln -sf e/core.json (a link named after its one operand)",
+    tool: "bash",
+    setup: (w) => {
+      mkdirSync(join(w.directory, "e"))
+      writeFileSync(join(w.directory, "e/core.json"), "{}")
+    },
+    input: () => ({ command: `ln -sf e/core.json` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash ln -s e/tools/ (a folder of tools linked in by its name)",
+    tool: "bash",
+    setup: (w) => {
+      mkdirSync(join(w.directory, "e/tools"), { recursive: true })
+      writeFileSync(join(w.directory, "e/tools/x.ts"), "export {}")
+    },
+    input: () => ({ command: `ln -s e/tools/` }),
+    changed: (w) => existsSync(join(w.directory, "tools/x.ts")),
+    unsandboxed: true,
+  },
+  {
+    name: "bash ln -s ../tools && echo > tools/x.ts in workdir sub (a path through the link it made by one operand)",
+    tool: "bash",
+    setup: (w) => {
+      mkdirSync(join(w.directory, "sub"))
+      mkdirSync(join(w.directory, "tools"))
+    },
+    input: () => ({ command: `ln -s ../tools && echo 'export {}' > tools/x.ts`, workdir: "sub" }),
+    changed: (w) => existsSync(join(w.directory, "tools/x.ts")),
+    unsandboxed: true,
+  },
+  {
     // The file is named in the program, not as a word of the line.
     name: "bash awk 'BEGIN { print > \"core.json\" }' (an awk program writing a file it names)",
     tool: "bash",
