@@ -368,7 +368,7 @@ export const of = (name: string, written: ReadonlyArray<Word>): Array<Operand> =
 }
 
 /** The name `ln SOURCE` gives its link in the working directory: the source's last part (`e/tools/` → tools). */
-export const linkName = (source: string): string => {
+const linkName = (source: string): string => {
   const trimmed = source.replace(/\/+$/, "")
   return trimmed.slice(trimmed.lastIndexOf("/") + 1)
 }
