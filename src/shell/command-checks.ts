@@ -577,14 +577,19 @@ const SCRIPTED: Readonly<Record<string, (args: ReadonlyArray<string | undefined>
 /**
  * Whether the line runs a sed script or an awk program that writes, or may write, a file it names itself (`sed -n
  * 'w core.json'`, the `w` flag of `s`, `e`; `awk '{ print > "core.json" }'`, `system(…)`; or a script core cannot
- * read: Sed.runs, Awk.runs), also as a wrapper runs it: such a file is not a word of the line, so what it changes is
+ * read: Sed.runs, Awk.runs, or fed to it by the line), also as a wrapper runs it: such a file is not a word of the line, so what it changes is
  * known only when it runs.
  */
 export const scriptWrites = (parsed: Parsed): boolean => {
   const visit = (words: ReadonlyArray<Word>): boolean => {
     const name = basename(words[0]?.value ?? "")
     const mayWrite = Object.hasOwn(SCRIPTED, name) ? SCRIPTED[name]! : undefined
-    return (mayWrite !== undefined && mayWrite(words.slice(1).map((word) => word.value))) || Runs.of(words).commands.some(visit)
+    // A program file the line feeds it (`awk -f - <<< '…'`, `-f <(…)`) is code written on the line that core does
+    // not read, as a sed script there is.
+    return (
+      (mayWrite !== undefined && (mayWrite(words.slice(1).map((word) => word.value)) || Runs.programFed(words.slice(1)))) ||
+      Runs.of(words).commands.some(visit)
+    )
   }
   return parsed.commands.some((command) => command.kind === "command" && visit(command.words))
 }

@@ -163,7 +163,7 @@ const PROGRAM_FILE_READERS: ReadonlySet<string> = new Set(["make", "gmake", "sed
  * Whether their program file is what the line feeds them: a fed path anywhere, or as a program file (attached or
  * the next word) standard input (`-`) or what an expansion names (`<(echo …)`).
  */
-const programFed = (args: ReadonlyArray<Word>): boolean => {
+export const programFed = (args: ReadonlyArray<Word>): boolean => {
   for (let index = 0; index < args.length; index++) {
     const word = args[index]!
     if (fed(word)) return true

@@ -291,6 +291,20 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     unsandboxed: true,
   },
   {
+    name: "bash awk -f - <<< 'BEGIN { print > \"core.json\" }' (an awk program file the line feeds it)",
+    tool: "bash",
+    input: () => ({ command: `awk -f - <<< 'BEGIN { print "{}" > "core.json" }'` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
+    name: "bash awk -f <(echo 'BEGIN { print > \"core.json\" }') (an awk program from a process substitution)",
+    tool: "bash",
+    input: () => ({ command: `awk -f <(echo 'BEGIN { print "{}" > "core.json" }')` }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
+  },
+  {
     // The file is named in the program, not as a word of the line.
     name: "bash awk 'BEGIN { print > \"core.json\" }' (an awk program writing a file it names)",
     tool: "bash",
