@@ -577,8 +577,8 @@ const SCRIPTED: Readonly<Record<string, (args: ReadonlyArray<string | undefined>
 /**
  * Whether the line runs a sed script or an awk program that writes, or may write, a file it names itself (`sed -n
  * 'w core.json'`, the `w` flag of `s`, `e`; `awk '{ print > "core.json" }'`, `system(…)`; or a script core cannot
- * read: Sed.runs, Awk.runs, or fed to it by the line), also as a wrapper runs it: such a file is not a word of the line, so what it changes is
- * known only when it runs.
+ * read: Sed.runs, Awk.runs, or fed to it by the line), also as a wrapper runs it: such a file is not a word of the
+ * line, so what it changes is known only when it runs.
  */
 export const scriptWrites = (parsed: Parsed): boolean => {
   const visit = (words: ReadonlyArray<Word>): boolean => {

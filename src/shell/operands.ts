@@ -337,15 +337,6 @@ export const of = (name: string, written: ReadonlyArray<Word>): Array<Operand> =
     if (left-- <= 0) break
     positional.push(word)
   }
-  const has = (pattern: RegExp | undefined) => pattern !== undefined && words.slice(1).some((word) => pattern.test(word.value ?? ""))
-  const inPlace = has(spec.inPlace)
-  const access = inPlace ? "both" : has(spec.unchanged) ? "read" : (spec.access ?? "read")
-  const deep = has(spec.recursive)
-  // `rsync --remove-source-files` moves.
-  const moving = access === "move" || (name === "rsync" && has(/^--remove-source-files$/))
-  const copying = access === "copy" || moving
-  // Where a copy goes: the target option's directory, else its last operand; what it receives, the others.
-  const target = copying ? (targeted ? found.findIndex((operand) => operand.access === "write") : -1) : -1
   // `ln SOURCE` alone links SOURCE's name in the working directory (`ln -sf e/core.json` makes ./core.json): that is
   // the operand it writes, a name known only when the source's is.
   if (name === "ln" && !targeted && positional.length === 1) {
@@ -355,6 +346,15 @@ export const of = (name: string, written: ReadonlyArray<Word>): Array<Operand> =
     found.push({ word: { ...source, text: made ?? source.text, value: made }, writes: false, access: "write", sources: [source] })
     return found
   }
+  const has = (pattern: RegExp | undefined) => pattern !== undefined && words.slice(1).some((word) => pattern.test(word.value ?? ""))
+  const inPlace = has(spec.inPlace)
+  const access = inPlace ? "both" : has(spec.unchanged) ? "read" : (spec.access ?? "read")
+  const deep = has(spec.recursive)
+  // `rsync --remove-source-files` moves.
+  const moving = access === "move" || (name === "rsync" && has(/^--remove-source-files$/))
+  const copying = access === "copy" || moving
+  // Where a copy goes: the target option's directory, else its last operand; what it receives, the others.
+  const target = copying ? (targeted ? found.findIndex((operand) => operand.access === "write") : -1) : -1
   const sources = copying ? (targeted ? positional : positional.slice(0, -1)) : []
   if (target !== -1) found[target] = { ...found[target]!, sources }
   positional.forEach((word, index) => {

@@ -280,7 +280,7 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     unsandboxed: true,
   },
   {
-    name: "bash ln -s ../tools && echo > tools/x.ts in workdir sub (a path through the link it made by one operand)",
+    name: "bash ln -s ../tools && echo > tools/x.ts in workdir sub (a link to tools/ made by one operand, then written through)",
     tool: "bash",
     setup: (w) => {
       mkdirSync(join(w.directory, "sub"))
