@@ -18,6 +18,7 @@ import { Refusal } from "../tool/refusal"
 import { CommandLine } from "../shell/command-line"
 import { CommandChecks } from "../shell/command-checks"
 import { Shell } from "../shell/shell"
+import { WorkTree } from "../shell/work-tree"
 import { Turn } from "../settlement/turn"
 import * as Internal from "../tool/internal"
 import { Tool } from "../tool/tool"
@@ -429,6 +430,8 @@ const needsOf = Effect.fnUntraced(function* (
   directory: string,
   input: Input,
   roots: Protected.Roots,
+  /** Whether the OS keeps core's configuration from the commands (Shell.guarded); when not, these checks alone do. */
+  guarded: boolean,
   /** Whether the agent's `read` rules deny a file by its real path; undefined when none denies anything. */
   readDenied?: (real: string) => boolean,
   /** Whether its `edit` rules deny one; undefined when none denies anything. */
@@ -469,7 +472,16 @@ const needsOf = Effect.fnUntraced(function* (
   // The commands changing a path through a process's own view of /proc, with why: asked as ones changing a path
   // not known.
   const viewed = new Map<string, string>()
-  for (const path of CommandChecks.paths(parsed)) {
+  // Without the OS keeping core's configuration, the git commands writing files in the work tree the line does not
+  // name (`git checkout .`, `git reset --hard`), with why: asked of a person as a change of it. Those writing only
+  // the paths they name are checked as changes of those paths.
+  const rewrites = new Map<string, string>()
+  const named: Array<CommandChecks.Path> = []
+  for (const found of guarded ? [] : WorkTree.of(parsed)) {
+    if ("whole" in found.writes) rewrites.set(found.owner, found.writes.whole)
+    else for (const word of found.writes.paths) named.push({ word, writes: false, owner: found.owner, readsOnly: false, unknown: undefined, access: "write" })
+  }
+  for (const path of [...CommandChecks.paths(parsed), ...named]) {
     // Written by what its table says this operand is (`sort -o FILE`), or by a command not known to only read.
     const changes = path.writes || path.access === "write" || path.access === "both" || !path.readsOnly
     if (path.unknown !== undefined) {
@@ -544,8 +556,9 @@ const needsOf = Effect.fnUntraced(function* (
     edits,
     unsure,
     unknownChange: unknownChange || viewed.size > 0,
-    plain: checks.filter((check) => check.opaque === undefined && !viewed.has(check.resource)),
+    plain: checks.filter((check) => check.opaque === undefined && !viewed.has(check.resource) && !rewrites.has(check.resource)),
     opaque: [
+      ...[...rewrites].map(([resource, why]): CommandChecks.Check => ({ resource, save: undefined, opaque: why, protected: WorkTree.WHAT })),
       ...checks.filter((check) => check.opaque !== undefined),
       ...[...viewed]
         .filter(([resource]) => !checks.some((check) => check.opaque !== undefined && check.resource === resource))
@@ -672,6 +685,7 @@ const plan = (services: Builtin.Services) => (input: Input, agent: string) =>
       services.directory,
       input,
       services.permission.protectedRoots,
+      services.shell.guarded,
       Builtin.readDenied(services, agent),
       Builtin.editDenied(services, agent),
     )
@@ -704,7 +718,14 @@ const makeTool = (services: Builtin.Services) => {
         }
 
         const readDenied = Builtin.readDenied(services, context.agent)
-        const needs = yield* needsOf(directory, input, services.permission.protectedRoots, readDenied, Builtin.editDenied(services, context.agent))
+        const needs = yield* needsOf(
+          directory,
+          input,
+          services.permission.protectedRoots,
+          shell.guarded,
+          readDenied,
+          Builtin.editDenied(services, context.agent),
+        )
         const { workdir } = needs
         const { outside, inside } = yield* checksOf(services, context.agent, needs)
         const metadata = { tool: NAME, command, ...(input.description === undefined ? {} : { description: input.description }) }

@@ -191,6 +191,11 @@ export interface Interface {
   readonly shell: string
   /** Whether commands run in the OS sandbox. */
   readonly sandbox: Sandbox
+  /**
+   * Whether core's configuration in a Location is kept from the commands by the OS (a supervisor, with the sandbox
+   * not off): read-only to them, what they leave there undone. When not, the bash checks alone keep it.
+   */
+  readonly guarded: boolean
   /** Completes once a supervisor is up for the next command, so that it starts without waiting for one. */
   readonly warm: Effect.Effect<void>
   /** Runs a process to its end; interrupting the effect ends the process group before it returns. */
@@ -702,7 +707,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
     )
   })
   const warm = Effect.promise(() => supervisors?.warm() ?? Promise.resolve())
-  return Service.of({ limits: resolved, shell, sandbox, warm, run })
+  return Service.of({ limits: resolved, shell, sandbox, guarded: guards, warm, run })
 }
 
 export const layer = (config: Config.Shell = {}, options: Options = {}): Layer.Layer<Service> =>

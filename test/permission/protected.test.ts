@@ -5,6 +5,7 @@ import { Effect } from "effect"
 import { Approvals } from "../../src/store/approvals"
 import { SqliteStore } from "../../src/store/sqlite-store"
 import { ManagedOutputs } from "../../src/output/managed-outputs"
+import { WorkTree } from "../../src/shell/work-tree"
 import { messageOf, world } from "./protected-harness"
 
 type World = ReturnType<typeof world>
@@ -25,6 +26,33 @@ const RULES = '{ "permission": { "*": "allow", "bash": { "rm *": "deny" } } }'
 const coreJsonChanged = (w: World) => !existsSync(join(w.directory, "core.json")) || readFileSync(join(w.directory, "core.json"), "utf8") !== RULES
 
 const patch = (body: string) => `*** Begin Patch\n${body}\n*** End Patch`
+
+/** git in the test's own repository, as a person committing (its own identity, no user or system config). */
+const git = (cwd: string, ...args: ReadonlyArray<string>) => {
+  const result = Bun.spawnSync(["git", ...args], {
+    cwd,
+    env: {
+      PATH: process.env.PATH!,
+      HOME: cwd,
+      GIT_CONFIG_NOSYSTEM: "1",
+      GIT_AUTHOR_NAME: "a",
+      GIT_AUTHOR_EMAIL: "a@b",
+      GIT_COMMITTER_NAME: "a",
+      GIT_COMMITTER_EMAIL: "a@b",
+    },
+  })
+  if (result.exitCode !== 0) throw new Error(`git ${args.join(" ")} failed: ${result.stderr.toString()}`)
+}
+
+/** The Location as a git repository on branch main, its one commit holding `committed`; the files then as before. */
+const repository = (w: World, committed: Record<string, string>) => {
+  const now = Object.fromEntries(Object.keys(committed).map((path) => [path, readFileSync(join(w.directory, path), "utf8")]))
+  for (const [path, content] of Object.entries(committed)) writeFileSync(join(w.directory, path), content)
+  git(w.directory, "init", "-qb", "main")
+  git(w.directory, "add", ".")
+  git(w.directory, "commit", "-qm", "first")
+  for (const [path, content] of Object.entries(now)) writeFileSync(join(w.directory, path), content)
+}
 
 const ATTEMPTS: ReadonlyArray<Attempt> = [
   { name: "write core.json", tool: "write", input: () => ({ filePath: "core.json", content: "{}" }), changed: coreJsonChanged },
@@ -288,6 +316,55 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     },
     input: () => ({ command: `ln -s ../tools && echo 'export {}' > tools/x.ts`, workdir: "sub" }),
     changed: (w) => existsSync(join(w.directory, "tools/x.ts")),
+    unsandboxed: true,
+  },
+  // git takes files from the repository into the work tree: core.json as committed (`{}`), over the rules the
+  // person has since written there.
+  ...[
+    "git checkout .",
+    "git reset --hard",
+    "git stash",
+    "git restore .",
+    "git checkout -- 'core.js?n'",
+    "git checkout HEAD -- .",
+    "timeout 5 git checkout .",
+    "bash -c 'git reset --hard HEAD'",
+  ].map(
+    (command): Attempt => ({
+      name: `bash ${command} (git puts core.json back as committed)`,
+      tool: "bash",
+      setup: (w) => repository(w, { "core.json": "{}" }),
+      input: () => ({ command }),
+      changed: coreJsonChanged,
+      unsandboxed: true,
+    }),
+  ),
+  ...["git checkout loose", "git merge loose", "git switch loose"].map(
+    (command): Attempt => ({
+      name: `bash ${command} (a branch whose core.json allows more)`,
+      tool: "bash",
+      setup: (w) => {
+        repository(w, { "core.json": RULES })
+        git(w.directory, "checkout", "-qb", "loose")
+        writeFileSync(join(w.directory, "core.json"), "{}")
+        git(w.directory, "commit", "-qam", "loose")
+        git(w.directory, "checkout", "-q", "main")
+      },
+      input: () => ({ command }),
+      changed: coreJsonChanged,
+      unsandboxed: true,
+    }),
+  ),
+  {
+    name: "bash git clean -fd (core.json and tools/ not committed)",
+    tool: "bash",
+    setup: (w) => {
+      git(w.directory, "init", "-qb", "main")
+      mkdirSync(join(w.directory, "tools"))
+      writeFileSync(join(w.directory, "tools/x.ts"), "export {}")
+    },
+    input: () => ({ command: "git clean -fd" }),
+    changed: coreJsonChanged,
     unsandboxed: true,
   },
   {
@@ -790,6 +867,35 @@ describe("protected configuration: what stays ordinary", () => {
       expect(outcome.asks).toEqual([])
       expect(outcome.settlement.status).toBe("success")
     }
+  })
+
+  test("with the OS sandbox off, git that writes only what it names, or nothing, is not asked; the rest names what it may change", async () => {
+    const w = world({ "src/a.ts": "a\n" }, { sandbox: "off" })
+    repository(w, {})
+    writeFileSync(join(w.directory, "src/a.ts"), "changed\n")
+    for (const command of [
+      "git status && git diff && git log --oneline -- core.json",
+      "git checkout -- src/a.ts",
+      "git restore src/a.ts && git checkout -b topic && git switch -c other",
+      "git add src && git stash list && git rm -q --cached src/a.ts && git reset -q",
+    ]) {
+      const outcome = await w.settle("bash", { command }, "no-terminal")
+      expect(outcome.asks).toEqual([])
+      expect(outcome.settlement.status).toBe("success")
+    }
+    expect(readFileSync(join(w.directory, "src/a.ts"), "utf8")).toBe("a\n")
+    const outcome = await w.settle("bash", { command: "git log -1 && git checkout ." }, "no-terminal")
+    expect(outcome.asks.map((ask) => [ask.resources, ask.protected])).toEqual([[["git checkout ."], WorkTree.WHAT]])
+    expect(messageOf(outcome.settlement)).toContain("A person must make that change")
+  })
+
+  test("with the OS sandbox on, git is not asked: core's configuration is read-only to it", async () => {
+    const w = world()
+    repository(w, { "core.json": "{}" })
+    const outcome = await w.settle("bash", { command: "git checkout . ; git reset -q --hard" }, "no-terminal")
+    expect(outcome.asks).toEqual([])
+    expect(outcome.settlement.status).toBe("success")
+    expect(coreJsonChanged(w)).toBe(false)
   })
 
   test("ordinary files, and files merely named like protected ones elsewhere, are not protected", async () => {
