@@ -143,10 +143,11 @@ export const WRAPPERS: Readonly<Record<string, Wrapper>> = {
   timeout: wrapper(["-s", "-k", "--signal", "--kill-after"], 1, false, ["-v", "-f", "--preserve-status", "--foreground", "--verbose"]),
   stdbuf: wrapper(["-i", "-o", "-e", "--input", "--output", "--error"]),
   xargs: wrapper(
-    ["-a", "-d", "-E", "-e", "-I", "-i", "-L", "-l", "-n", "-P", "-s", "--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"],
+    ["-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"],
     0,
     false,
-    ["-0", "-r", "-t", "-p", "-x", "-o", "--null", "--no-run-if-empty", "--verbose", "--interactive", "--exit", "--open-tty"],
+    // `-i`, `-e` and `-l` take a value only attached (`-i{}`, `-l2`): `xargs -i sed …` runs sed.
+    ["-0", "-r", "-t", "-p", "-x", "-o", "-i", "-e", "-l", "--null", "--no-run-if-empty", "--verbose", "--interactive", "--exit", "--open-tty"],
   ),
   setsid: wrapper([], 0, false, ["-f", "-w", "-c", "--fork", "--wait", "--ctty"]),
   chroot: wrapper(["--userspec", "--groups"], 1, false, ["--skip-chdir"]),

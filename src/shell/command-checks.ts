@@ -274,7 +274,7 @@ const HOME: Word = { text: "~", value: "~", glob: false, tilde: true }
 const unknownWhy = (word: Word, homeMoves: boolean): string | undefined => {
   // `<(ls a)` is a pipe from a command (walked like any other), not a place in the file system.
   if (/^[<>]\([\s\S]*\)$/.test(word.text)) return undefined
-  if (word === Runs.INPUT) return "the paths it is given come from its input"
+  if (Runs.fromInput(word)) return "the paths it is given come from its input"
   if (word.value === undefined) return `the path ${word.text} holds an expansion`
   if (!word.tilde) return undefined
   if (word.value !== "~" && !word.value.startsWith("~/")) return `the path ${word.text} names a directory known only when it runs`

@@ -34,6 +34,21 @@ export interface Inner {
  */
 export const INPUT: Word = { text: "<input>", value: undefined, glob: false, tilde: false }
 
+/** Words a command is given with its input in place of a marker (`xargs -I{} rm {}`): known only when it runs. */
+const marked = new WeakSet<Word>()
+
+/** Whether a word of a command that runs holds what the command's input gives it (INPUT, or a marker's place). */
+export const fromInput = (word: Word): boolean => word === INPUT || marked.has(word)
+
+/** `words` with each word holding `marker` read as what the input puts there, its text kept for the rules. */
+const replaced = (words: ReadonlyArray<Word>, marker: string): ReadonlyArray<Word> =>
+  words.map((word, index) => {
+    if (index === 0 || !(word.value ?? "").includes(marker)) return word
+    const given: Word = { ...word, value: undefined }
+    marked.add(given)
+    return given
+  })
+
 const NOTHING: Inner = { commands: [], code: [], opaque: undefined }
 const opaque = (reason: string): Inner => ({ commands: [], code: [], opaque: reason })
 const code = (text: string): Inner => ({ commands: [], code: [text], opaque: undefined })
@@ -499,8 +514,14 @@ export const of = (words: ReadonlyArray<Word>): Inner => {
         : replace.value === "-I"
           ? options[options.indexOf(replace) + 1]?.value
           : replace.value!.replace(/^(-I|-i|--replace=?)/, "") || "{}"
-    // Without a marker, what xargs reads is appended to the command.
-    return wrapped(name, marker === undefined ? [...words.slice(index), INPUT] : words.slice(index), marker)
+    // Without a marker, what xargs reads is appended to the command; with one, it takes the marker's place, so the
+    // paths the command is given there are as unknown (`xargs -I{} truncate -s0 {}` is `xargs truncate -s0`). A
+    // command it puts the input into as code (`sh -c 'rm {}'`) is read as written, so a rule about what it visibly
+    // runs holds, and is given the input as well.
+    if (marker === undefined) return wrapped(name, [...words.slice(index), INPUT])
+    const inner = wrapped(name, words.slice(index), marker)
+    const given = (command: ReadonlyArray<Word>) => (inner.opaque === undefined ? replaced(command, marker) : [...command, INPUT])
+    return { ...inner, commands: inner.commands.map(given) }
   }
   return all(indexes.map((start) => wrapped(name, words.slice(start))))
 }

@@ -56,6 +56,9 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["busybox rm v.txt", "denied"],
   ["echo rm v.txt | xargs env", "asked"],
   ["echo v.txt | xargs rm", "denied"],
+  ["echo v.txt | xargs -I{} rm {}", "denied"],
+  // -i takes its marker attached or not at all: rm is the command.
+  ["echo v.txt | xargs -i rm {}", "denied"],
   ["find /bin -name rm -exec env {} v.txt \\;", "asked"],
   ["echo rm v.txt | parallel", "asked"],
   ["parallel rm ::: v.txt", "denied"],

@@ -355,6 +355,17 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
       unsandboxed: true,
     }),
   ),
+  // What xargs reads takes its marker's place: paths known only when it runs, as `xargs truncate -s0` appends them.
+  ...["echo core.json | xargs -I{} truncate -s0 {}", "echo core.json | xargs -I % cp x %", "echo core.json | xargs -i sed -i s/deny/allow/ {}"].map(
+    (command): Attempt => ({
+      name: `bash ${command} (a marker xargs puts its input in)`,
+      tool: "bash",
+      setup: (w) => writeFileSync(join(w.directory, "x"), "{}"),
+      input: () => ({ command }),
+      changed: coreJsonChanged,
+      unsandboxed: true,
+    }),
+  ),
   {
     name: "bash git clean -fd (core.json and tools/ not committed)",
     tool: "bash",

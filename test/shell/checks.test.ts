@@ -214,9 +214,14 @@ describe("xargs and find cannot give a program another name through their input"
   })
 
   test("a replacement given to a command that copies nothing is checked as usual", async () => {
-    expect(await opaque("xargs -I{} grep foo {}")).toEqual([])
+    // find's paths lie under the paths it is given, checked as such.
     expect(await opaque("find . -name '*.log' -exec cat {} \\;")).toEqual([])
-    expect(await opaque("xargs -I{} tee -a {}")).toEqual([])
+    // xargs's are its input's, as `xargs cat` appends them: asked every time, and known only when it runs.
+    for (const line of ["xargs -I{} grep foo {}", "xargs -I{} tee -a {}", "ls | xargs -I % truncate -s0 %"]) {
+      const found = (await checks(line)).filter((check) => check.opaque !== undefined)
+      expect(found.map((check) => check.opaque)).toEqual(["the paths it is given come from its input"])
+      expect(await plain(line)).not.toContain(line.replace(/^ls \| /, ""))
+    }
   })
 })
 
