@@ -467,7 +467,9 @@ const needsOf = Effect.fnUntraced(function* (
   // Core's own configuration (Protected): a path a command may change that leads there (or holds it), or into
   // core's data directory, is checked as an edit of it, which is then always asked of a person.
   const unsure = new Set<string>()
-  let unknownChange = CommandChecks.scriptWrites(parsed)
+  // A line the grammar cannot read whole may change any path (`printf x 1<>core.json`): without the OS keeping
+  // core's configuration, that is a change known only when it runs.
+  let unknownChange = CommandChecks.scriptWrites(parsed) || (!guarded && parsed.unparsed !== undefined)
   const moves = parsed.commands.some((command) => CommandChecks.directoryChange(command.words) !== undefined)
   // The commands changing a path through a process's own view of /proc, with why: asked as ones changing a path
   // not known.

@@ -366,6 +366,16 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
       unsandboxed: true,
     }),
   ),
+  // A line the grammar cannot read whole, which bash runs.
+  ...["printf '{}' 1<>core.json", "echo $((printf '{}' > core.json) )"].map(
+    (command): Attempt => ({
+      name: `bash ${command} (a line core cannot read)`,
+      tool: "bash",
+      input: () => ({ command }),
+      changed: coreJsonChanged,
+      unsandboxed: true,
+    }),
+  ),
   {
     name: "bash git clean -fd (core.json and tools/ not committed)",
     tool: "bash",
