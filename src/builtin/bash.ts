@@ -467,9 +467,10 @@ const needsOf = Effect.fnUntraced(function* (
   // Core's own configuration (Protected): a path a command may change that leads there (or holds it), or into
   // core's data directory, is checked as an edit of it, which is then always asked of a person.
   const unsure = new Set<string>()
-  // A line the grammar cannot read whole may change any path (`printf x 1<>core.json`): without the OS keeping
-  // core's configuration, that is a change known only when it runs.
-  let unknownChange = CommandChecks.scriptWrites(parsed) || (!guarded && parsed.unparsed !== undefined)
+  // What cannot be known from the text (a line the grammar cannot read whole, `printf x 1<>core.json`; a command
+  // named by an expansion, `$c y core.json`; git given a command to run, `git -c core.fsmonitor=… status`) may change
+  // any path: without the OS keeping core's configuration, that is a change known only when it runs.
+  let unknownChange = CommandChecks.scriptWrites(parsed) || (!guarded && found.some((check) => check.opaque !== undefined))
   const moves = parsed.commands.some((command) => CommandChecks.directoryChange(command.words) !== undefined)
   // The commands changing a path through a process's own view of /proc, with why: asked as ones changing a path
   // not known.

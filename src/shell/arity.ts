@@ -318,6 +318,13 @@ export const wrappedIndexes = (
       index++
       continue
     }
+    // Short options run together (`sudo -Eu root`): one that takes a value takes the rest of the word, or, last,
+    // the next word, as getopt reads them.
+    if (/^-[^-]{2,}/.test(value) && !wrapper.flags.includes(value)) {
+      const at = [...value.slice(1)].findIndex((letter) => wrapper.valued.includes(`-${letter}`))
+      if (at === value.length - 2) index++
+      if (at >= 0) continue
+    }
     if (value.startsWith("-") && value !== "-") {
       const unknown = !wrapper.flags.includes(value) && !value.includes("=") && (value.startsWith("--") || value.length === 2)
       if (unknown && operands === 0 && index + 2 < words.length) found.push(index + 2)

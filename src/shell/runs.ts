@@ -507,13 +507,7 @@ export const of = (words: ReadonlyArray<Word>): Inner => {
   }
   if (index === undefined) return NOTHING
   if (name === "xargs") {
-    const replace = options.find((word) => /^(-I|-i|--replace)/.test(word.value ?? ""))
-    const marker =
-      replace === undefined
-        ? undefined
-        : replace.value === "-I"
-          ? options[options.indexOf(replace) + 1]?.value
-          : replace.value!.replace(/^(-I|-i|--replace=?)/, "") || "{}"
+    const marker = xargsMarker(options)
     // Without a marker, what xargs reads is appended to the command; with one, it takes the marker's place, so the
     // paths the command is given there are as unknown (`xargs -I{} truncate -s0 {}` is `xargs truncate -s0`). A
     // command it puts the input into as code (`sh -c 'rm {}'`) is read as written, so a rule about what it visibly
@@ -524,6 +518,26 @@ export const of = (words: ReadonlyArray<Word>): Inner => {
     return { ...inner, commands: inner.commands.map(given) }
   }
   return all(indexes.map((start) => wrapped(name, words.slice(start))))
+}
+
+/**
+ * The marker xargs replaces with what it reads (`-I X`, `-IX`, `-i`, `--replace[=X]`, also run together with other
+ * short options, `-rI X`), or undefined when there is none.
+ */
+const xargsMarker = (options: ReadonlyArray<Word>): string | undefined => {
+  for (let index = 0; index < options.length; index++) {
+    const value = options[index]!.value ?? ""
+    if (value.startsWith("--replace")) return value.slice("--replace=".length) || "{}"
+    if (!/^-[^-]/.test(value)) continue
+    // The first of its letters that takes a value takes the rest of the word (or the next word) as it.
+    const at = [...value.slice(1)].findIndex((letter) => "adEILnPsiel".includes(letter))
+    if (at < 0) continue
+    const rest = value.slice(at + 2)
+    if (value[at + 1] === "I") return rest || options[index + 1]?.value
+    if (value[at + 1] === "i") return rest || "{}"
+    if (rest === "" && "adEILnPs".includes(value[at + 1]!)) index++
+  }
+  return undefined
 }
 
 /** What several readings of one command run, together: opaque when any is. */

@@ -49,7 +49,7 @@ const KEEPS = new Set([
 /** git's own commands that take files from the repository into the work tree, whatever their words say. */
 const REWRITES = new Set([
   "am", "bisect", "cherry-pick", "filter-branch", "lfs", "merge", "merge-index", "merge-one-file", "mergetool", "pull",
-  "rebase", "rerere", "revert", "sparse-checkout", "submodule",
+  "rebase", "rerere", "revert", "sparse-checkout",
 ])
 
 /** Options of these commands that take the next word as their value (`-b NAME`, `--source TREE`). */
@@ -86,6 +86,27 @@ const operandsOf = (subcommand: string, words: ReadonlyArray<Word>): { before: R
 const has = (words: ReadonlyArray<Word>, ...options: ReadonlyArray<string>) =>
   words.some((word) => word.value !== undefined && options.some((option) => word.value === option || word.value!.startsWith(`${option}=`)))
 
+/**
+ * Whether every option before `--` is one of `allowed` (`--opt=value` by its name), written out whole: git also takes
+ * a long option cut short (`--ha` for `--hard`), short ones run together (`-fa`) and `--no-…` undoing one, so a
+ * form that writes nothing is known only by options that all say so.
+ */
+const only = (subcommand: string, words: ReadonlyArray<Word>, allowed: ReadonlyArray<string>) => {
+  const valued = VALUED[subcommand] ?? new Set<string>()
+  for (let index = 0; index < words.length; index++) {
+    const value = words[index]!.value
+    if (value === undefined) return false
+    if (value === "--") return true
+    if (!value.startsWith("-") || value === "-") continue
+    if (!allowed.includes(value.split("=")[0]!)) return false
+    if (valued.has(value)) index++
+  }
+  return true
+}
+
+/** Options that change nothing of what a command writes. */
+const QUIET = ["-q", "--quiet"]
+
 /** Whether a pathspec is one git reads as a pattern or with magic (`*.json`, `:(glob)x`, `:/`): what it matches is not its text. */
 const patterned = (word: Word): boolean => word.value === undefined || word.glob || /[*?[\\]/.test(word.value) || word.value.startsWith(":")
 
@@ -99,22 +120,28 @@ const subcommandWrites = (subcommand: string, rest: ReadonlyArray<Word>): Writes
   switch (subcommand) {
     case "checkout": {
       // `git checkout -b NAME` makes a branch where HEAD is, and changes no file.
-      if (has(rest, "-b", "-B", "--orphan") && before.length === 0 && after === undefined) return undefined
+      if (has(rest, "-b", "-B", "--orphan") && before.length === 0 && after === undefined) {
+        if (only(subcommand, rest, ["-b", "-B", "--orphan", "-t", "--track", "--no-track", ...QUIET])) return undefined
+      }
       return after !== undefined && after.length > 0
         ? paths(after, "git checkout takes these paths from the repository")
         : whole("git checkout may switch the work tree to another commit, or take the paths it names from one")
     }
     case "switch":
-      return has(rest, "-c", "-C", "--create", "--force-create") && before.length === 0
+      return has(rest, "-c", "-C", "--create", "--force-create") &&
+        before.length === 0 &&
+        only(subcommand, rest, ["-c", "-C", "--create", "--force-create", "-t", "--track", "--no-track", ...QUIET])
         ? undefined
         : whole("git switch puts another commit's files in the work tree")
     case "restore": {
-      if (has(rest, "-S", "--staged") && !has(rest, "-W", "--worktree")) return undefined
+      if (has(rest, "-S", "--staged") && only(subcommand, rest, ["-S", "--staged", "-s", "--source", ...QUIET])) return undefined
       const named = [...before, ...(after ?? [])]
       return named.length === 0 ? undefined : paths(named, "git restore takes these paths from the repository")
     }
     case "reset":
-      return has(rest, "--hard", "--merge", "--keep") ? whole("git reset --hard puts a commit's files in the work tree") : undefined
+      return only(subcommand, rest, ["--soft", "--mixed", "-N", "--intent-to-add", "--no-refresh", "--refresh", ...QUIET])
+        ? undefined
+        : whole("git reset --hard puts a commit's files in the work tree")
     case "stash": {
       const verb = before[0]?.value
       if (verb !== undefined && ["list", "show", "drop", "clear", "create", "store"].includes(verb)) return undefined
@@ -124,24 +151,27 @@ const subcommandWrites = (subcommand: string, rest: ReadonlyArray<Word>): Writes
       return whole("git stash puts files back as a commit, or a stash, has them")
     }
     case "clean":
-      if (has(rest, "-n", "--dry-run")) return undefined
+      if (has(rest, "-n", "--dry-run") && only(subcommand, rest, ["-n", "--dry-run", "-d", "-x", "-X", "-e", "--exclude", ...QUIET])) return undefined
       return before.length + (after?.length ?? 0) > 0
         ? paths([...before, ...(after ?? [])], "git clean removes the files not in the repository under these paths")
         : whole("git clean removes every file not in the repository, core's own configuration among them")
     case "rm":
-      if (has(rest, "--cached")) return undefined
+      if (has(rest, "--cached") && only(subcommand, rest, ["--cached", "-r", "--ignore-unmatch", "-n", "--dry-run", "--sparse", ...QUIET])) return undefined
       return paths([...before, ...(after ?? [])], "git rm removes these paths")
     case "mv":
     case "merge-file":
       return paths([...before, ...(after ?? [])], `git ${subcommand} changes these paths`)
     case "checkout-index":
-      return has(rest, "-a", "--all", "--stdin", "--prefix")
-        ? whole("git checkout-index puts files of the index in the work tree")
-        : paths([...before, ...(after ?? [])], "git checkout-index puts these paths in the work tree")
+      return only(subcommand, rest, ["-f", "--force", "-u", "--index", "-n", "--no-create", ...QUIET])
+        ? paths([...before, ...(after ?? [])], "git checkout-index puts these paths in the work tree")
+        : whole("git checkout-index puts files of the index in the work tree")
     case "read-tree":
-      return has(rest, "-u") ? whole("git read-tree -u puts a tree's files in the work tree") : undefined
+      return only(subcommand, rest, ["-m", "--reset", "-i", "-n", "--dry-run", "-v", "--trivial", "--aggressive", "--prefix", "--empty", "--no-sparse-checkout", ...QUIET])
+        ? undefined
+        : whole("git read-tree -u puts a tree's files in the work tree")
     case "apply":
-      return has(rest, "--check", "--stat", "--numstat", "--summary", "--cached") && !has(rest, "--index")
+      return has(rest, "--check", "--stat", "--numstat", "--summary", "--cached") &&
+        only(subcommand, rest, ["--check", "--stat", "--numstat", "--summary", "--cached", "-v", "--verbose", "-z", ...QUIET])
         ? undefined
         : whole("git apply writes the files its patch names")
     case "worktree": {
@@ -155,6 +185,8 @@ const subcommandWrites = (subcommand: string, rest: ReadonlyArray<Word>): Writes
       return before.length >= 2
         ? paths(before.slice(-1), "git clone makes this directory")
         : whole("git clone makes a directory named after the repository it clones")
+    case "submodule":
+      return [undefined, "status", "summary"].includes(before[0]?.value) ? undefined : whole("git submodule puts the submodules' files in the work tree")
     default:
       if (KEEPS.has(subcommand)) return undefined
       if (REWRITES.has(subcommand)) return whole(`git ${subcommand} takes files from the repository into the work tree`)

@@ -59,6 +59,9 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["echo v.txt | xargs -I{} rm {}", "denied"],
   // -i takes its marker attached or not at all: rm is the command.
   ["echo v.txt | xargs -i rm {}", "denied"],
+  // Short options run together: the one taking a value takes the next word (`-Eu root`), not the command.
+  ["sudo -Eu root rm v.txt", "denied"],
+  ["echo v.txt | xargs -rI X rm X", "denied"],
   ["find /bin -name rm -exec env {} v.txt \\;", "asked"],
   ["echo rm v.txt | parallel", "asked"],
   ["parallel rm ::: v.txt", "denied"],

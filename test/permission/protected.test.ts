@@ -327,6 +327,9 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     "git restore .",
     "git checkout -- 'core.js?n'",
     "git checkout HEAD -- .",
+    // git takes a long option cut short, and -f among the options of a new branch discards changes.
+    "git reset --ha",
+    "git checkout -f -b x",
     "timeout 5 git checkout .",
     "bash -c 'git reset --hard HEAD'",
   ].map(
@@ -356,7 +359,13 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     }),
   ),
   // What xargs reads takes its marker's place: paths known only when it runs, as `xargs truncate -s0` appends them.
-  ...["echo core.json | xargs -I{} truncate -s0 {}", "echo core.json | xargs -I % cp x %", "echo core.json | xargs -i sed -i s/deny/allow/ {}"].map(
+  ...[
+    "echo core.json | xargs -I{} truncate -s0 {}",
+    "echo core.json | xargs -I % cp x %",
+    "echo core.json | xargs -i sed -i s/deny/allow/ {}",
+    "echo core.json | xargs -rI X cp x X",
+    "echo core.json | xargs -I@ dd of=@ if=x",
+  ].map(
     (command): Attempt => ({
       name: `bash ${command} (a marker xargs puts its input in)`,
       tool: "bash",
@@ -371,6 +380,20 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     (command): Attempt => ({
       name: `bash ${command} (a line core cannot read)`,
       tool: "bash",
+      input: () => ({ command }),
+      changed: coreJsonChanged,
+      unsandboxed: true,
+    }),
+  ),
+  // What core cannot read: a command named by an expansion, git given a command to run.
+  ...["c=cp; $c x core.json", "git -c core.fsmonitor='cp x core.json; false' status", "GIT_EXTERNAL_DIFF='sh -c \"cp x core.json\"' git diff"].map(
+    (command): Attempt => ({
+      name: `bash ${command} (what it runs is not on the line)`,
+      tool: "bash",
+      setup: (w) => {
+        repository(w, { "core.json": "{ }" })
+        writeFileSync(join(w.directory, "x"), "{}")
+      },
       input: () => ({ command }),
       changed: coreJsonChanged,
       unsandboxed: true,
