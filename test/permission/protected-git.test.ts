@@ -8,20 +8,12 @@ import { describe, expect, test } from "bun:test"
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { exec, type Sandbox, sandbox, settlementOf } from "../cli/fixture"
+import { git } from "../support/git"
 import { tempDir } from "../support/temp"
 
 const ALLOW = '{ "permission": { "*": "allow" } }\n'
 const GIT = Bun.which("git")
 const needs = GIT === null ? " (SKIPPED: git is not installed)" : ""
-
-const git = (cwd: string, ...args: ReadonlyArray<string>) => {
-  const result = Bun.spawnSync(["git", ...args], {
-    cwd,
-    env: { PATH: process.env.PATH!, HOME: cwd, GIT_CONFIG_NOSYSTEM: "1", GIT_AUTHOR_NAME: "a", GIT_AUTHOR_EMAIL: "a@b", GIT_COMMITTER_NAME: "a", GIT_COMMITTER_EMAIL: "a@b" },
-  })
-  if (result.exitCode !== 0) throw new Error(`git ${args.join(" ")} failed: ${result.stderr.toString()}`)
-  return result.stdout.toString()
-}
 
 /** A Location that is a git repository with one commit. */
 const repository = (): Sandbox => {

@@ -6,6 +6,7 @@ import { Approvals } from "../../src/store/approvals"
 import { SqliteStore } from "../../src/store/sqlite-store"
 import { ManagedOutputs } from "../../src/output/managed-outputs"
 import { WorkTree } from "../../src/shell/work-tree"
+import { git } from "../support/git"
 import { messageOf, world } from "./protected-harness"
 
 type World = ReturnType<typeof world>
@@ -26,23 +27,6 @@ const RULES = '{ "permission": { "*": "allow", "bash": { "rm *": "deny" } } }'
 const coreJsonChanged = (w: World) => !existsSync(join(w.directory, "core.json")) || readFileSync(join(w.directory, "core.json"), "utf8") !== RULES
 
 const patch = (body: string) => `*** Begin Patch\n${body}\n*** End Patch`
-
-/** git in the test's own repository, as a person committing (its own identity, no user or system config). */
-const git = (cwd: string, ...args: ReadonlyArray<string>) => {
-  const result = Bun.spawnSync(["git", ...args], {
-    cwd,
-    env: {
-      PATH: process.env.PATH!,
-      HOME: cwd,
-      GIT_CONFIG_NOSYSTEM: "1",
-      GIT_AUTHOR_NAME: "a",
-      GIT_AUTHOR_EMAIL: "a@b",
-      GIT_COMMITTER_NAME: "a",
-      GIT_COMMITTER_EMAIL: "a@b",
-    },
-  })
-  if (result.exitCode !== 0) throw new Error(`git ${args.join(" ")} failed: ${result.stderr.toString()}`)
-}
 
 /** The Location as a git repository on branch main, its one commit holding `committed`; the files then as before. */
 const repository = (w: World, committed: Record<string, string>) => {
