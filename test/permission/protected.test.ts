@@ -917,6 +917,21 @@ describe("protected configuration: what stays ordinary", () => {
     expect(messageOf(outcome.settlement)).toContain("A person must make that change")
   })
 
+  test("a command made of its input (parallel) is a protected ask with the OS sandbox off, an ordinary one with it on", async () => {
+    const command = "ls | parallel cp x {}"
+    const made = "parallel cp x {}"
+    const off = world({}, { sandbox: "off" })
+    await off.approve("bash", ["*"])
+    const refused = await off.settle("bash", { command }, "yes")
+    expect(refused.asks.filter((ask) => ask.protected !== undefined).map((ask) => ask.resources)).toEqual([[made]])
+    expect(refused.settlement.status).toBe("error")
+    expect(messageOf(refused.settlement)).toContain("A person must make that change")
+    const on = world()
+    await on.approve("bash", ["*"])
+    const asked = await on.settle("bash", { command }, "no-terminal")
+    expect(asked.asks.map((ask) => [ask.action, ask.resources, ask.protected])).toEqual([["bash", [made], undefined]])
+  })
+
   test("with the OS sandbox on, git is not asked: core's configuration is read-only to it", async () => {
     const w = world()
     repository(w, { "core.json": "{}" })
