@@ -2,11 +2,12 @@
 // (read, scan its imports, import it fresh), today's cost, against the same plus computing its closure cold (its
 // relative module and that module's import, a package with a dependency, every nearer place a resolver would look);
 // and the closure again warm (files unchanged: remembered scans, stats only), which every protected-path check and
-// every command start pays. Then `Protected.change` of one path in a Location of 10 such tools, against the same
-// check in a Location without tools (what it cost before the closure). Target: a tool load with its closure cold
-// ≤ 1.25x today's.
+// every command start pays; and warm again for a Location in a large folder (a /tmp of a machine in use) changed
+// before each closure, a folder whose entries are not listed (Closure.LISTED_BYTES). Then `Protected.change` of one
+// path in a Location of 10 such tools, against the same check in a Location without tools (what it cost before the
+// closure). Target: a tool load with its closure cold ≤ 1.25x today's.
 
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
@@ -20,6 +21,9 @@ const TOOLS = 10
 const WARM_RUNS = 2_000
 const CHECKS = 2_000
 const TARGET = 1.25
+/** Entries of the large folder a Location is put in (a /tmp of a machine in use), and closures timed there. */
+const BUSY_ENTRIES = 8_000
+const BUSY_RUNS = 300
 
 const TOOL = (index: number) => `import { Tool } from "@core/tool"
 import { Effect, Schema } from "effect"
@@ -103,6 +107,21 @@ const measure = async (): Promise<Report> => {
     const one = join(locations[0]!, "tools/t0.ts")
     for (let run = 0; run < WARM_RUNS; run++) warmRuns.push(time(() => Closure.of([one])))
 
+    progress("computing a closure warm in a large folder that changes before each")
+    // A Location in a folder of many entries (a busy /tmp) that something writes in between two closures.
+    const busy = join(parent, "busy")
+    mkdirSync(busy)
+    for (let index = 0; index < BUSY_ENTRIES; index++) writeFileSync(join(busy, `entry-${index}-${"x".repeat(40)}`), "")
+    const busyTool = join(location(busy, "l", 1), "tools/t0.ts")
+    Closure.of([busyTool])
+    const busyRuns: Array<number> = []
+    for (let run = 0; run < BUSY_RUNS; run++) {
+      // A file made or removed: the folder itself changes (a file written over would not change it).
+      if (run % 2 === 0) writeFileSync(join(busy, "changed"), "")
+      else rmSync(join(busy, "changed"))
+      busyRuns.push(time(() => Closure.of([busyTool])))
+    }
+
     progress("checking a path with Protected.change, with and without tools")
     const bare = join(parent, "bare")
     mkdirSync(bare)
@@ -124,6 +143,7 @@ const measure = async (): Promise<Report> => {
     const load = summarize(loads)
     const closure = summarize(cold)
     const again = summarize(warmRuns)
+    const inBusy = summarize(busyRuns)
     const check = summarize(checked)
     const baseline = summarize(before)
     const perLoad = (load.p50 + closure.p50) / load.p50
@@ -150,6 +170,7 @@ const measure = async (): Promise<Report> => {
             row("load today", load, "1.00x"),
             row("closure, cold", closure, ratio(closure.p50 / load.p50)),
             row("closure, warm", again, ratio(again.p50 / load.p50)),
+            row(`closure, warm, in a folder of ${BUSY_ENTRIES} entries changed before each`, inBusy, ratio(inBusy.p50 / load.p50)),
           ],
         },
         {

@@ -54,26 +54,76 @@ const realOf = (path: string): string => {
 
 type Kind = "file" | "directory" | "link" | "other"
 
+/** What is in a directory, by name. */
+interface Names {
+  readonly get: (name: string) => Kind | undefined
+}
+
 /**
  * Each directory's entries, kept while its identity and modification time stay the same: whether a name exists
  * is then answered without a system call per name (a resolver's candidates are mostly missing).
  */
 const listings = new Map<string, { readonly stamp: string; readonly entries: ReadonlyMap<string, Kind> }>()
 
+/**
+ * A directory larger than this (hundreds of entries: /tmp, a busy home folder above a Location) is not listed: the
+ * few names asked there (node_modules, package.json, tsconfig.json) are looked up one by one. Listing /tmp with
+ * 8,000 entries took 3 ms, again each time anything in it changed, which on a busy machine is every closure.
+ */
+export const LISTED_BYTES = 32 * 1_024
+
+/** What an entry is, from its listing or its stats (not followed). */
+const kindOfEntry = (entry: Pick<Stats, "isFile" | "isDirectory" | "isSymbolicLink">): Kind =>
+  entry.isFile() ? "file" : entry.isDirectory() ? "directory" : entry.isSymbolicLink() ? "link" : "other"
+
+/**
+ * The names asked of each directory not listed, with what each was (not followed), kept while the directory's
+ * identity and modification time stay the same, as a listing is.
+ */
+const unlisted = new Map<string, { readonly stamp: string; readonly known: Map<string, Kind | undefined> }>()
+
+/** The names of a directory not listed, each looked up when first asked since it last changed. */
+const lookedUp = (directory: string, stamp: string): Names => {
+  let kept = unlisted.get(directory)
+  if (kept === undefined || kept.stamp !== stamp) {
+    kept = { stamp, known: new Map() }
+    unlisted.set(directory, kept)
+  }
+  const { known } = kept
+  return {
+    get: (name) => {
+      // A listing holds neither, nor a name with a separator.
+      if (name === "" || name === "." || name === ".." || name.includes("/")) return undefined
+      if (!known.has(name)) {
+        const stats = statOf(join(directory, name), false)
+        known.set(name, stats === undefined ? undefined : kindOfEntry(stats))
+      }
+      return known.get(name)
+    },
+  }
+}
+
 /** One directory's entries now (none when it is missing), looked up once per closure (`fresh`). */
-const entriesOf = (directory: string, fresh: Map<string, ReadonlyMap<string, Kind> | undefined>) => {
+const entriesOf = (directory: string, fresh: Map<string, Names | undefined>) => {
   if (fresh.has(directory)) return fresh.get(directory)
   const stats = statOf(directory, true)
-  let entries: ReadonlyMap<string, Kind> | undefined
+  let entries: Names | undefined
   if (stats?.isDirectory() === true) {
     const stamp = `${stats.dev}:${stats.ino}:${stats.mtimeMs}:${stats.ctimeMs}`
+    if (stats.size > LISTED_BYTES) {
+      listings.delete(directory)
+      entries = lookedUp(directory, stamp)
+      fresh.set(directory, entries)
+      return entries
+    }
+    unlisted.delete(directory)
     const known = listings.get(directory)
     if (known !== undefined && known.stamp === stamp) entries = known.entries
     else {
       const found = new Map<string, Kind>()
       try {
         for (const entry of readdirSync(directory, { withFileTypes: true })) {
-          found.set(entry.name, entry.isFile() ? "file" : entry.isDirectory() ? "directory" : entry.isSymbolicLink() ? "link" : "other")
+          found.set(entry.name, kindOfEntry(entry))
         }
       } catch {
         // unreadable: nothing is known to be there
@@ -275,7 +325,7 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
   const reached = new Map<string, Reached>()
   const rooted = new Set(roots)
   const seen = new Set<string>(roots)
-  const fresh = new Map<string, ReadonlyMap<string, Kind> | undefined>()
+  const fresh = new Map<string, Names | undefined>()
   const files: Array<{ readonly file: string; readonly by: string }> = roots.map((file) => ({ file, by: file }))
   const packages: Array<{ readonly directory: string; readonly by: string }> = []
   const looked = new Set<string>()

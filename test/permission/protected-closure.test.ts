@@ -3,7 +3,7 @@
 // answers for every place they name.
 
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { mkdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Closure } from "../../src/permission/closure"
 import { Git } from "../../src/permission/git"
@@ -170,6 +170,31 @@ describe("Closure: the code tool and plugin files import", () => {
     expect(reachedFrom(root)).not.toContain(join(root, "lib/one.ts"))
     writeFileSync(join(root, "tools/a.ts"), 'import "../lib/two.ts"\nexport const = \n')
     expect(reachedFrom(root)).toEqual([])
+  })
+
+  // A large folder above a Location (a busy /tmp) is not listed but asked name by name: what it holds must be found
+  // the same, and what is made there after one closure by the next.
+  test("in a folder too large to list, the places a resolver looks are asked one by one, and seen again once it changes", () => {
+    const big = tempDir("core-closure-big-")
+    for (let index = 0; index < 3_000; index++) writeFileSync(join(big, `entry-${index}-${"x".repeat(60)}`), "")
+    expect(statSync(big).size).toBeGreaterThan(Closure.LISTED_BYTES)
+    const root = files(join(big, "location"), { "tools/a.ts": 'import pad from "pad"\n' })
+    const before = reachedFrom(root)
+    for (const missing of ["node_modules/pad", "package.json", "tsconfig.json", "jsconfig.json"]) expect(before).toContain(join(big, missing))
+    // Asked again with nothing changed, the same answer.
+    expect(reachedFrom(root)).toEqual(before)
+    files(big, {
+      "node_modules/pad/package.json": '{ "name": "pad", "main": "main.js", "dependencies": { "dep": "1" } }',
+      "node_modules/dep/package.json": '{ "name": "dep" }',
+      "tsconfig.json": "{}",
+    })
+    const after = reachedFrom(root)
+    expect(after).toContain(join(big, "node_modules/pad"))
+    expect(after).toContain(join(big, "node_modules/dep"))
+    expect(after).toContain(join(big, "tsconfig.json"))
+    // Found there, the search stops: nothing above the large folder is reached any longer.
+    expect(after).not.toContain(join(dirname(big), "node_modules/pad"))
+    expect(after).not.toContain(join(dirname(big), "tsconfig.json"))
   })
 
   test("an import cycle ends, and a directory with no tools or plugins reaches nothing", () => {
