@@ -103,10 +103,18 @@ const lookedUp = (directory: string, stamp: string): Names => {
   }
 }
 
-/** One directory's entries now (none when it is missing), looked up once per closure (`fresh`). */
-const entriesOf = (directory: string, fresh: Map<string, Names | undefined>) => {
+/**
+ * One directory's entries now (none when it is missing), looked up once per closure (`fresh`), its stats taken by
+ * `stat` (followed). One its parent's entries, looked up in this closure, do not hold is missing.
+ */
+const entriesOf = (directory: string, fresh: Map<string, Names | undefined>, stat: (path: string) => Stats | undefined) => {
   if (fresh.has(directory)) return fresh.get(directory)
-  const stats = statOf(directory, true)
+  const parent = dirname(directory)
+  if (parent !== directory && fresh.has(parent) && fresh.get(parent)?.get(basename(directory)) === undefined) {
+    fresh.set(directory, undefined)
+    return undefined
+  }
+  const stats = stat(directory)
   let entries: Names | undefined
   if (stats?.isDirectory() === true) {
     const stamp = `${stats.dev}:${stats.ino}:${stats.mtimeMs}:${stats.ctimeMs}`
@@ -332,14 +340,15 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
   const configured = new Set<string>()
   let budget = MAX_FOLLOWED
   /** What is at `path` now, from its directory's listing. */
-  const kindOf = (path: string): Kind | undefined => entriesOf(dirname(path), fresh)?.get(basename(path))
-  /** Files' stats, taken once per closure: who a file is, and whether its scan still holds. */
+  /** Files' and folders' stats, taken once per closure: who a file is, and whether its scan still holds. */
   const stated = new Map<string, Stats | undefined>()
   const statFresh = (path: string, follow: boolean) => {
     const key = `${follow ? "" : "l"}${path}`
     if (!stated.has(key)) stated.set(key, statOf(path, follow))
     return stated.get(key)
   }
+  const followed = (path: string) => statFresh(path, true)
+  const kindOf = (path: string): Kind | undefined => entriesOf(dirname(path), fresh, followed)?.get(basename(path))
   const reach = (path: string, by: string, kind: Kind | undefined) => {
     if (reached.has(path) || rooted.has(path)) return
     const stats = kind === undefined ? undefined : statFresh(path, kind === "link" ? false : true)
