@@ -124,7 +124,6 @@ const entriesOf = (directory: string, fresh: Map<string, Names | undefined>, sta
       fresh.set(directory, entries)
       return entries
     }
-    unlisted.delete(directory)
     const known = listings.get(directory)
     if (known !== undefined && known.stamp === stamp) entries = known.entries
     else {
@@ -133,11 +132,14 @@ const entriesOf = (directory: string, fresh: Map<string, Names | undefined>, sta
         for (const entry of readdirSync(directory, { withFileTypes: true })) {
           found.set(entry.name, kindOfEntry(entry))
         }
+        listings.set(directory, { stamp, entries: found })
+        unlisted.delete(directory)
+        entries = found
       } catch {
-        // unreadable: nothing is known to be there
+        // Unreadable (searchable, not listable: mode 711): each name asked is looked up, as in a large folder.
+        listings.delete(directory)
+        entries = lookedUp(directory, stamp)
       }
-      listings.set(directory, { stamp, entries: found })
-      entries = found
     }
   }
   fresh.set(directory, entries)
@@ -339,7 +341,6 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
   const looked = new Set<string>()
   const configured = new Set<string>()
   let budget = MAX_FOLLOWED
-  /** What is at `path` now, from its directory's listing. */
   /** Files' and folders' stats, taken once per closure: who a file is, and whether its scan still holds. */
   const stated = new Map<string, Stats | undefined>()
   const statFresh = (path: string, follow: boolean) => {
@@ -348,6 +349,7 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
     return stated.get(key)
   }
   const followed = (path: string) => statFresh(path, true)
+  /** What is at `path` now, from its directory's entries. */
   const kindOf = (path: string): Kind | undefined => entriesOf(dirname(path), fresh, followed)?.get(basename(path))
   const reach = (path: string, by: string, kind: Kind | undefined) => {
     if (reached.has(path) || rooted.has(path)) return

@@ -3,7 +3,7 @@
 // answers for every place they name.
 
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Closure } from "../../src/permission/closure"
 import { Git } from "../../src/permission/git"
@@ -196,6 +196,29 @@ describe("Closure: the code tool and plugin files import", () => {
     expect(after).not.toContain(join(dirname(big), "node_modules/pad"))
     expect(after).not.toContain(join(dirname(big), "tsconfig.json"))
   })
+
+  // A folder core may search but not list (mode 711, as some home folders are): what is in it is asked by name.
+  // Run as an unprivileged user, since root lists any folder.
+  test.skipIf(process.getuid?.() !== 0 || Bun.which("setpriv") === null)(
+    "in a folder that cannot be listed, a package is found by its name (SKIPPED unless root with setpriv)",
+    () => {
+      const shut = tempDir("core-closure-shut-")
+      chmodSync(shut, 0o755)
+      const root = files(join(shut, "inner", "location"), { "tools/a.ts": 'import pad from "pad"\n' })
+      files(join(shut, "inner"), {
+        "node_modules/pad/package.json": '{ "name": "pad", "dependencies": { "dep": "1" } }',
+        "node_modules/dep/package.json": '{ "name": "dep" }',
+      })
+      chmodSync(join(shut, "inner"), 0o711)
+      const script = `const { Closure } = await import(${JSON.stringify(join(import.meta.dir, "../../src/permission/closure.ts"))})
+console.log(JSON.stringify(Closure.of(Closure.rootsOf(${JSON.stringify(root)})).reached.map((each) => each.path)))`
+      const run = Bun.spawnSync(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, "-e", script], { stderr: "pipe" })
+      expect(run.stderr.toString()).toBe("")
+      const reached: Array<string> = JSON.parse(run.stdout.toString())
+      expect(reached).toContain(join(shut, "inner/node_modules/pad"))
+      expect(reached).toContain(join(shut, "inner/node_modules/dep"))
+    },
+  )
 
   test("an import cycle ends, and a directory with no tools or plugins reaches nothing", () => {
     const root = files(tempDir("core-closure-"), { "tools/a.ts": 'import "../lib/x.ts"\n', "lib/x.ts": 'import "./y.ts"\n', "lib/y.ts": 'import "./x.ts"\n' })
