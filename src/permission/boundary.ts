@@ -150,6 +150,15 @@ const walk = (absolute: string): Result.Result<Walked, Stop> => {
   return Result.succeed({ real: current, kind, perProcess })
 }
 
+/**
+ * Where an absolute path really leads, as `resolve` answers `real` (a dangling link followed to its target, a missing
+ * tail joined on), or undefined where that cannot be told (a loop, a file used as a folder, an unreadable folder).
+ */
+export const realOf = (absolute: string): string | undefined => {
+  const walked = walk(absolute)
+  return Result.isSuccess(walked) ? walked.success.real : undefined
+}
+
 /** The shortest prefix of `requested` that exists and is not a directory, following links. */
 const blockingAncestor = (requested: string): string | undefined => {
   const root = parse(requested).root

@@ -11,6 +11,7 @@ export * as Protected from "./protected"
 import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs"
 import { homedir } from "node:os"
 import { basename, dirname, join, relative, resolve, sep } from "node:path"
+import { Boundary } from "./boundary"
 import { Closure } from "./closure"
 import { Git } from "./git"
 
@@ -283,6 +284,60 @@ const linkedUnder = (directory: string, identity: Identity, budget: { left: numb
 }
 
 /**
+ * The missing protected place that `real` would make, where a folder above the place is a link: a command may make
+ * `lib` a link to `lib2` (the link is no protected place, and nothing is written through it), and then a file tool
+ * writing `lib/fmt.ts` or `lib2/fmt.ts` writes the missing `lib/fmt.ts` a tool file imports. An existing place is
+ * known by its identity under any name (`seenAs`); a missing one has none, so where it would be made is looked up,
+ * once per folder it would be made in.
+ */
+const madeThrough = (
+  location: string,
+  configuration: ReadonlyArray<Place>,
+  code: ReadonlyArray<Place>,
+  real: string,
+  encloses: boolean,
+): string | undefined => {
+  // Each folder's real path from its parent's: one lstat per folder, a whole walk only for a link.
+  const folders = new Map<string, string | null>()
+  const realFolder = (folder: string): string | undefined => {
+    const known = folders.get(folder)
+    if (known !== undefined) return known ?? undefined
+    const parent = dirname(folder)
+    const above = parent === folder ? "" : realFolder(parent)
+    let found: string | undefined = folder
+    if (above === undefined) found = undefined
+    else if (above !== "") {
+      const at = join(above, basename(folder))
+      found = lstatFree(at)?.isSymbolicLink() === true ? Boundary.realOf(at) : at
+    }
+    folders.set(folder, found ?? null)
+    return found
+  }
+  /** Where a missing place would be made, when that is not where it is written. */
+  const madeAt = (place: Place): string | undefined => {
+    if (place.identity !== undefined) return undefined
+    const folder = dirname(place.path)
+    const found = realFolder(folder)
+    return found === undefined || found === folder ? undefined : join(found, basename(place.path))
+  }
+  const made = (place: Place, at: string) => `${place.what}, where it would be made (${shown(location, at)})`
+  for (const place of configuration) {
+    const at = madeAt(place)
+    if (at === undefined) continue
+    if (within(at, real)) return made(place, at)
+    if (encloses && within(real, at)) return `${real}, which holds ${made(place, at)}`
+  }
+  // Code counts as itself only: `real` is where one would be made, or under it, only if it has that name in it.
+  const names = new Set(real.toLowerCase().split(sep))
+  for (const place of code) {
+    if (!names.has(basename(place.path).toLowerCase())) continue
+    const at = madeAt(place)
+    if (at !== undefined && within(at, real)) return made(place, at)
+  }
+  return undefined
+}
+
+/**
  * What protected place a change to `real` (a real path, symlinks followed) would change, or undefined when it
  * changes none. `encloses` also counts a directory that holds a protected place (a shell command given the
  * Location itself may copy onto its core.json or delete its tools/). Matched by path (ignoring case), by the
@@ -304,6 +359,8 @@ export const change = (roots: Roots, real: string, options: { readonly encloses?
   // lib`) meets its read-only mount, and what it leaves there is undone (Guard).
   const elsewhere = code([roots.location, ...othersOf(roots)], roots.home)
   for (const place of elsewhere) if (within(place.path, real)) return place.what
+  const made = madeThrough(roots.location, configuration, elsewhere, real, options.encloses === true)
+  if (made !== undefined) return made
   const git = Git.named(real) ?? Git.bare(real)
   if (git !== undefined) return git
   const protectedPlaces = [...configuration, ...elsewhere]
