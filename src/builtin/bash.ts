@@ -417,6 +417,8 @@ interface Needs {
   /** What cannot be known from the text: asked every time. */
   readonly opaque: ReadonlyArray<CommandChecks.Check>
   readonly unparsed: string | undefined
+  /** Whether the OS keeps core's configuration from the commands (Shell.guarded): when not, `written` is unconfined. */
+  readonly guarded: boolean
 }
 
 /** A process's own view of /proc, by its text: what is under it differs for the command and for core. */
@@ -508,9 +510,10 @@ const needsOf = Effect.fnUntraced(function* (
       secrets.add(absolute)
       continue
     }
-    const guarded =
-      resolved._tag === "Success" && ((changes && Protected.change(roots, resolved.success.real, { encloses: true }) !== undefined) || secret)
-    if ((path.writes || guarded) && resolved._tag === "Success") {
+    const kept =
+      resolved._tag === "Success" &&
+      ((changes && Protected.change(roots, resolved.success.real, { encloses: true, enclosesCode: !guarded }) !== undefined) || secret)
+    if ((path.writes || kept) && resolved._tag === "Success") {
       written.add(absolute)
       continue
     }
@@ -568,6 +571,7 @@ const needsOf = Effect.fnUntraced(function* (
         .map(([resource, why]): CommandChecks.Check => ({ resource, save: undefined, opaque: why })),
     ],
     unparsed: parsed.unparsed,
+    guarded,
   } satisfies Needs
 })
 
@@ -637,7 +641,7 @@ const checksOf = Effect.fnUntraced(function* (services: Builtin.Services, agent:
   // Refused as a read of core's data directory is, before anything is asked.
   yield* Effect.forEach([...needs.secrets], (path) => Builtin.pathPlan(services, { action: "read", path, access: "read", command: true }))
   const written = yield* Effect.forEach([...needs.written], (path) =>
-    Builtin.pathPlan(services, { action: "edit", path, access: "write" }),
+    Builtin.pathPlan(services, { action: "edit", path, access: "write", ...(needs.guarded ? {} : { unconfined: true as const }) }),
   )
   // Leaving the Location is asked once per directory: a written file's own external_directory check is dropped
   // when the line's outside paths already ask it.

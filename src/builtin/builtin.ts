@@ -194,7 +194,7 @@ export const planOf = (tool: Tool.Any): Plan<unknown> | undefined => plans.get(t
 /** The checks `authorizePath` makes for one path (see Permission.pathChecks); an unresolvable path is a failure. */
 export const pathPlan = (
   services: Services,
-  input: { readonly action: string; readonly path: string; readonly access: "read" | "write"; readonly command?: true },
+  input: Permission.PathCheckInput,
 ): Effect.Effect<ReadonlyArray<Permission.Check>, Tool.Failure> =>
   services.permission.pathChecks(input).pipe(
     Effect.map(({ checks }) => checks),

@@ -161,7 +161,7 @@ export interface Interface {
   readonly authorizePath: (input: PathInput) => Effect.Effect<Boundary.Resolved, Refusal | Boundary.PathError>
   /** The checks `authorizePath` makes for a path, in order, without making them (for explaining a call). */
   readonly pathChecks: (
-    input: Pick<PathInput, "path" | "access" | "action"> & { readonly sessionID?: string; readonly command?: true },
+    input: PathCheckInput,
   ) => Effect.Effect<{ readonly resolved: Boundary.Resolved; readonly checks: ReadonlyArray<Check> }, Boundary.PathError>
   /** What is protected in this Location (see ./protected), for checks made outside `authorizePath` (shell lines). */
   readonly protectedRoots: Protected.Roots
@@ -356,8 +356,16 @@ interface Paths {
   readonly protectedRoots: Protected.Roots
 }
 
-/** `command`: a path a shell command reads, which reads nothing of core's data directory (its outputs included). */
-type PathCheckInput = Pick<PathInput, "path" | "access" | "action"> & { readonly sessionID?: string; readonly command?: true }
+/**
+ * `command`: a path a shell command reads, which reads nothing of core's data directory (its outputs included).
+ * `unconfined`: a path a command changes that no read-only mount keeps from the code core loads (the OS sandbox
+ * off): a folder holding that code counts as a change to it (`mv made lib`, `ln -s made lib`, `rm -r node_modules`).
+ */
+export type PathCheckInput = Pick<PathInput, "path" | "access" | "action"> & {
+  readonly sessionID?: string
+  readonly command?: true
+  readonly unconfined?: true
+}
 
 /**
  * Why a resolved path is kept from every tool whatever the rules say (a credential store, core's data directory,
@@ -439,7 +447,7 @@ const checksOf = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolv
   const resource = resolved.inside ? relative(paths.realProject, resolved.real) || "." : resolved.real
   const changes =
     input.access === "write"
-      ? (Protected.change(paths.protectedRoots, resolved.real, { encloses: true }) ??
+      ? (Protected.change(paths.protectedRoots, resolved.real, { encloses: true, enclosesCode: input.unconfined === true }) ??
         Git.userConfig(paths.user.home, resolved.real) ??
         Toolchains.change(paths.user.home, resolved.real, resolved.requested, paths.realProject, process.env.PATH, paths.user.write))
       : undefined

@@ -296,6 +296,7 @@ const madeThrough = (
   code: ReadonlyArray<Place>,
   real: string,
   encloses: boolean,
+  enclosesCode: boolean,
 ): string | undefined => {
   // Each folder's real path from its parent's: one lstat per folder, a whole walk only for a link.
   const folders = new Map<string, string | null>()
@@ -327,12 +328,15 @@ const madeThrough = (
     if (within(at, real)) return made(place, at)
     if (encloses && within(real, at)) return `${real}, which holds ${made(place, at)}`
   }
-  // Code counts as itself only: `real` is where one would be made, or under it, only if it has that name in it.
+  // Code counts as itself only, unless `enclosesCode`: `real` is where one would be made, or under it, only if it
+  // has that name in it.
   const names = new Set(real.toLowerCase().split(sep))
   for (const place of code) {
-    if (!names.has(basename(place.path).toLowerCase())) continue
+    if (!enclosesCode && !names.has(basename(place.path).toLowerCase())) continue
     const at = madeAt(place)
-    if (at !== undefined && within(at, real)) return made(place, at)
+    if (at === undefined) continue
+    if (within(at, real)) return made(place, at)
+    if (enclosesCode && within(real, at)) return `${shown(location, real)}, which holds ${made(place, at)}`
   }
   return undefined
 }
@@ -344,7 +348,18 @@ const madeThrough = (
  * identity of the file and of its directory (a bind mount of a protected directory), and for a file with other
  * names, by looking for one of them among the protected files.
  */
-export const change = (roots: Roots, real: string, options: { readonly encloses?: boolean } = {}): string | undefined => {
+export const change = (
+  roots: Roots,
+  real: string,
+  options: {
+    readonly encloses?: boolean
+    /**
+     * Also counts a directory holding code core loads or git runs: a command no read-only mount keeps from that
+     * code (the OS sandbox off) may replace the folder holding it (`mv made lib`), or make it a link (`ln -s made lib`).
+     */
+    readonly enclosesCode?: boolean
+  } = {},
+): string | undefined => {
   const configuration = [
     ...locationPlaces(roots.location),
     ...othersOf(roots).flatMap((other) => locationPlaces(other, `the Location ${other}, which core also serves`)),
@@ -358,8 +373,11 @@ export const change = (roots: Roots, real: string, options: { readonly encloses?
   // Code core or git runs counts as itself only, not through a directory holding it: a command given one (`rm -r
   // lib`) meets its read-only mount, and what it leaves there is undone (Guard).
   const elsewhere = code([roots.location, ...othersOf(roots)], roots.home)
-  for (const place of elsewhere) if (within(place.path, real)) return place.what
-  const made = madeThrough(roots.location, configuration, elsewhere, real, options.encloses === true)
+  for (const place of elsewhere) {
+    if (within(place.path, real)) return place.what
+    if (options.enclosesCode === true && within(real, place.path)) return `${shown(roots.location, real)}, which holds ${place.what}`
+  }
+  const made = madeThrough(roots.location, configuration, elsewhere, real, options.encloses === true, options.enclosesCode === true)
   if (made !== undefined) return made
   const git = Git.named(real) ?? Git.bare(real)
   if (git !== undefined) return git

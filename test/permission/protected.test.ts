@@ -49,6 +49,14 @@ const linkedImportFolder = (w: World) => {
   symlinkSync("lib2", join(w.directory, "lib"))
 }
 
+/** A tool file importing lib/fmt.ts, which is missing, and lib2/fmt.ts written (an ordinary file) with no lib. */
+const importedThroughLink = (w: World) => {
+  mkdirSync(join(w.directory, "tools"))
+  writeFileSync(join(w.directory, "tools/hi.ts"), 'import { fmt } from "../lib/fmt.ts"\nexport const hi = fmt\n')
+  mkdirSync(join(w.directory, "lib2"))
+  writeFileSync(join(w.directory, "lib2/fmt.ts"), "export const fmt = 1\n")
+}
+
 /** The Location a repository whose .git/info is a link to .git/i2, which holds no attributes. */
 const linkedGitInfo = (w: World) => {
   git(w.directory, "init", "-q")
@@ -763,6 +771,30 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     unsandboxed: true,
   },
   {
+    name: "bash ln -s lib2 lib without the sandbox, lib2 holding the missing file tools/ import",
+    tool: "bash",
+    setup: importedThroughLink,
+    input: () => ({ command: "ln -s lib2 lib" }),
+    changed: (w) => existsSync(join(w.directory, "lib/fmt.ts")),
+    unsandboxed: true,
+  },
+  {
+    name: "bash mv lib2 lib without the sandbox, lib2 holding the missing file tools/ import",
+    tool: "bash",
+    setup: importedThroughLink,
+    input: () => ({ command: "mv lib2 lib" }),
+    changed: (w) => existsSync(join(w.directory, "lib/fmt.ts")),
+    unsandboxed: true,
+  },
+  {
+    name: "bash cp -r lib2 lib without the sandbox, lib2 holding the missing file tools/ import",
+    tool: "bash",
+    setup: importedThroughLink,
+    input: () => ({ command: "cp -r lib2 lib" }),
+    changed: (w) => existsSync(join(w.directory, "lib/fmt.ts")),
+    unsandboxed: true,
+  },
+  {
     name: "write src/../core.json",
     tool: "write",
     setup: (w) => mkdirSync(join(w.directory, "src")),
@@ -1058,6 +1090,18 @@ describe("protected configuration: what stays ordinary", () => {
     expect(outcome.asks).toEqual([])
     expect(outcome.settlement.status).toBe("success")
     expect(coreJsonChanged(w)).toBe(false)
+  })
+
+  test("with the OS sandbox on, a folder made to hold code core loads is no protected ask: what it made is undone", async () => {
+    for (const command of ["ln -s lib2 lib", "mv lib2 lib", "cp -r lib2 lib"]) {
+      const w = world()
+      importedThroughLink(w)
+      const outcome = await w.settle("bash", { command }, "no-terminal")
+      expect([command, outcome.asks]).toEqual([command, []])
+      expect(outcome.settlement.status).toBe("success")
+      expect((outcome.settlement.structured as { undone?: ReadonlyArray<string> }).undone).toEqual([join(w.directory, "lib/fmt.ts")])
+      expect(existsSync(join(w.directory, "lib/fmt.ts"))).toBe(false)
+    }
   })
 
   test("ordinary files, and files merely named like protected ones elsewhere, are not protected", async () => {
