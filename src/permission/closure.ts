@@ -57,13 +57,43 @@ type Kind = "file" | "directory" | "link" | "other"
 /** What is in a directory, by name. */
 interface Names {
   readonly get: (name: string) => Kind | undefined
+  /**
+   * The other names that are `name` but for case. Bun's resolver finds a file by its name ignoring case (its
+   * directory entries are kept lowercased): a specifier `./fmt.ts` loads `FMT.ts` where no `fmt.ts` is.
+   */
+  readonly like: (name: string) => ReadonlyArray<readonly [string, Kind]>
+}
+
+/** A directory's names by their lowercase spelling, each with what it is. */
+const folded = (entries: Iterable<readonly [string, Kind]>): Map<string, Array<readonly [string, Kind]>> => {
+  const index = new Map<string, Array<readonly [string, Kind]>>()
+  for (const entry of entries) {
+    const key = entry[0].toLowerCase()
+    const same = index.get(key)
+    if (same === undefined) index.set(key, [entry])
+    else same.push(entry)
+  }
+  return index
+}
+
+/** The names of `index` that are `name` but for case. */
+const likeIn = (index: ReadonlyMap<string, ReadonlyArray<readonly [string, Kind]>>, name: string) =>
+  (index.get(name.toLowerCase()) ?? []).filter(([each]) => each !== name)
+
+/** A listed directory's names; its lowercase index made when first asked. */
+const listedNames = (entries: ReadonlyMap<string, Kind>): Names => {
+  let index: Map<string, Array<readonly [string, Kind]>> | undefined
+  return {
+    get: (name) => entries.get(name),
+    like: (name) => likeIn((index ??= folded(entries)), name),
+  }
 }
 
 /**
  * Each directory's entries, kept while its identity and modification time stay the same: whether a name exists
  * is then answered without a system call per name (a resolver's candidates are mostly missing).
  */
-const listings = new Map<string, { readonly stamp: string; readonly entries: ReadonlyMap<string, Kind> }>()
+const listings = new Map<string, { readonly stamp: string; readonly entries: Names }>()
 
 /**
  * A directory larger than this (hundreds of entries: /tmp, a busy home folder above a Location) is not listed: the
@@ -80,15 +110,16 @@ const kindOfEntry = (entry: Pick<Stats, "isFile" | "isDirectory" | "isSymbolicLi
  * The names asked of each directory not listed, with what each was (not followed), kept while the directory's
  * identity and modification time stay the same, as a listing is.
  */
-const unlisted = new Map<string, { readonly stamp: string; readonly known: Map<string, Kind | undefined> }>()
+const unlisted = new Map<
+  string,
+  { readonly stamp: string; readonly known: Map<string, Kind | undefined>; index?: Map<string, Array<readonly [string, Kind]>> }
+>()
 
 /** The names of a directory not listed, each looked up when first asked since it last changed. */
 const lookedUp = (directory: string, stamp: string): Names => {
-  let kept = unlisted.get(directory)
-  if (kept === undefined || kept.stamp !== stamp) {
-    kept = { stamp, known: new Map() }
-    unlisted.set(directory, kept)
-  }
+  const found = unlisted.get(directory)
+  const kept = found !== undefined && found.stamp === stamp ? found : { stamp, known: new Map<string, Kind | undefined>() }
+  if (kept !== found) unlisted.set(directory, kept)
   const { known } = kept
   return {
     get: (name) => {
@@ -99,6 +130,18 @@ const lookedUp = (directory: string, stamp: string): Names => {
         known.set(name, stats === undefined ? undefined : kindOfEntry(stats))
       }
       return known.get(name)
+    },
+    // Asked only where a file a tool imports is missing: the folder is listed then, once while it stays the same
+    // (one core cannot list, Bun's resolver cannot either, and finds no name but by its spelling).
+    like: (name) => {
+      if (kept.index === undefined) {
+        try {
+          kept.index = folded(readdirSync(directory, { withFileTypes: true }).map((entry) => [entry.name, kindOfEntry(entry)] as const))
+        } catch {
+          kept.index = new Map()
+        }
+      }
+      return likeIn(kept.index, name)
     },
   }
 }
@@ -132,9 +175,9 @@ const entriesOf = (directory: string, fresh: Map<string, Names | undefined>, sta
         for (const entry of readdirSync(directory, { withFileTypes: true })) {
           found.set(entry.name, kindOfEntry(entry))
         }
-        listings.set(directory, { stamp, entries: found })
+        entries = listedNames(found)
+        listings.set(directory, { stamp, entries })
         unlisted.delete(directory)
-        entries = found
       } catch {
         // Unreadable (searchable, not listable: mode 711): each name asked is looked up, as in a large folder.
         listings.delete(directory)
@@ -406,28 +449,50 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
    * `module`, `exports`): the resolver loads those instead of its index.
    */
   const relative = (base: string, by: string, depth: number): void => {
-    for (const candidate of candidatesOf(base)) {
+    const candidates = candidatesOf(base)
+    for (let index = 0; index < candidates.length; index++) {
+      const candidate = candidates[index]!
       const kind = kindOf(candidate)
       // A folder is looked into (its package.json, its index), never protected whole.
       if (kind === "directory") continue
       reach(candidate, by, kind)
-      if (kind === undefined) continue
-      const real = follow(candidate, kind, by)
-      if (statFresh(real, true)?.isFile() !== true) continue
-      if (basename(candidate) === "package.json") {
-        const json = depth < 8 ? manifestOf(real) : undefined
-        for (const key of ["main", "module", "exports"]) {
-          for (const target of stringsIn(json?.[key])) mapped(target.startsWith(".") || target.startsWith("/") ? target : `./${target}`, dirname(candidate), by, depth)
-        }
-        // A folder's package.json may name no entry, when its index is loaded.
+      if (kind !== undefined) {
+        if (loads(candidate, kind, by, depth)) break
         continue
       }
-      if (!seen.has(real)) {
-        seen.add(real)
-        files.push({ file: real, by })
+      // Bun's resolver finds a name ignoring case: where the specifier's own name is missing, another spelling of it
+      // is loaded (`FMT.ts` for `./fmt.ts`), so each one there is followed. (Another candidate's spelling, `FMT.tsx`
+      // for `./fmt`, is found and then fails to load: the name tried is read.)
+      if (index !== 0) continue
+      let loaded = false
+      for (const [name, each] of entriesOf(dirname(candidate), fresh, followed)?.like(basename(candidate)) ?? []) {
+        if (each === "directory") continue
+        const path = join(dirname(candidate), name)
+        reach(path, by, each)
+        if (loads(path, each, by, depth)) loaded = true
       }
-      break
+      if (loaded) break
     }
+  }
+  /**
+   * The file at `candidate` (of kind `kind`) loaded: followed to its imports, or a folder's package.json to the files
+   * it names. Whether the resolver stops there (a package.json may name no entry, when its index is loaded).
+   */
+  const loads = (candidate: string, kind: Kind, by: string, depth: number): boolean => {
+    const real = follow(candidate, kind, by)
+    if (statFresh(real, true)?.isFile() !== true) return false
+    if (basename(candidate) === "package.json") {
+      const json = depth < 8 ? manifestOf(real) : undefined
+      for (const key of ["main", "module", "exports"]) {
+        for (const target of stringsIn(json?.[key])) mapped(target.startsWith(".") || target.startsWith("/") ? target : `./${target}`, dirname(candidate), by, depth)
+      }
+      return false
+    }
+    if (!seen.has(real)) {
+      seen.add(real)
+      files.push({ file: real, by })
+    }
+    return true
   }
   /**
    * The nearest package.json above `from` (every one nearer, missing now, is reached too: one planted there would

@@ -126,6 +126,11 @@ interface Entry {
   readonly inside: Map<string, Inside> | undefined
   /** Whether it is mounted read-only while the command runs (else its content is put back after: `restored`). */
   readonly mounted: boolean
+  /**
+   * Whether another spelling of its name in its folder is loaded in its place: a file a tool imports, which Bun's
+   * resolver finds ignoring case (`lib/FMT.ts` for a missing `../lib/fmt.ts`).
+   */
+  readonly folds: boolean
 }
 
 export interface Undone {
@@ -669,7 +674,7 @@ export const begin = (
     }
   }
   const folders = new Map<string, Before | undefined>()
-  const noted = (path: string, base: string, undo: Entry["undo"], keep: boolean, mounted = true): Entry => {
+  const noted = (path: string, base: string, undo: Entry["undo"], keep: boolean, mounted = true, folds = false): Entry => {
     const before = look(path, keep)
     let inside: Map<string, Inside> | undefined
     if ((unmounted || !mounted) && before?.kind === Number(DIRECTORY)) {
@@ -683,7 +688,7 @@ export const begin = (
         above.push([folder, folders.get(folder)])
       }
     }
-    return { path, base, undo, above, before, inside, mounted }
+    return { path, base, undo, above, before, inside, mounted, folds }
   }
   const own = keys.flatMap((key) => Protected.LOCATION_ENTRIES.map((name) => join(key, name)))
   const under = (root: string, path: string) => path === root || path.startsWith(root + sep)
@@ -786,10 +791,11 @@ export const begin = (
         const keep = unmounted || place.kind === "git"
         // A place put back rather than mounted (a worktree's commondir): where the command cannot write, nothing.
         if (place.restored === true) return base === undefined ? [] : [noted(place.path, base, "renamed", true, false)]
-        if (base !== undefined) return [noted(place.path, base, "renamed", keep)]
+        if (base !== undefined) return [noted(place.path, base, "renamed", keep, true, place.kind === "import")]
         return place.identity === undefined ? [] : [noted(place.path, sep, "never", false)]
       }),
   ]
+  const spelling = spellingFolders(entries)
   const ways = keys.map((key) => ({ key, way: wayTo(key) }))
   // The .git of a repository holding a Location (a folder of it), where a command may rename it away and put
   // another (or a .git file naming a git directory of its own) in its place: a granted folder, the temp directory.
@@ -960,6 +966,7 @@ export const begin = (
       if (before?.link !== undefined) symlinkSync(before.link, entry.path)
       undone.push(entry.path)
     }
+    undone.push(...respelled(entries, spelling, keptAt))
     for (const repository of repositories) undone.push(...unmade(repository, keptAt))
     const deeper = madeDeeper(searched, before, keptAt)
     undone.push(...deeper.taken)
@@ -991,6 +998,82 @@ export const begin = (
     return removed
   }
   return { readOnly: entries.filter((entry) => entry.before !== undefined && entry.mounted).map((entry) => entry.path), finish }
+}
+
+/** Longer than any file system's step of time stamps (FAT's is 2 s): a change after a stamp this old shows. */
+const STAMP_STEP_NS = 2_000_000_000n
+
+/**
+ * Who a folder is and when its entries last changed (a change time no command can set back); none when missing,
+ * or (`settled`) when it changed so recently that a change in the same step of its clock would not show.
+ */
+const folderStamp = (folder: string, settled = false): string | undefined => {
+  try {
+    const stats = lstatSync(folder, { bigint: true, throwIfNoEntry: false })
+    if (stats === undefined) return undefined
+    if (settled && BigInt(Date.now()) * 1_000_000n - stats.ctimeNs < STAMP_STEP_NS) return undefined
+    return `${stats.dev}:${stats.ino}:${stats.mtimeNs}:${stats.ctimeNs}`
+  } catch {
+    return undefined
+  }
+}
+
+/** The entries whose other spellings are looked for once the command ends (`respelled`), by folder, as it was. */
+const spellingFolders = (entries: ReadonlyArray<Entry>): ReadonlyMap<string, string | undefined> =>
+  new Map(
+    entries
+      .filter((entry) => entry.folds && entry.before === undefined && entry.undo !== "never")
+      .map((entry) => dirname(entry.path))
+      .map((folder) => [folder, folderStamp(folder, true)] as const),
+  )
+
+/**
+ * What the command made under another spelling of a missing file a tool imports (`lib/FMT.ts`, `lib/Fmt.ts` for
+ * `lib/fmt.ts`): Bun's resolver loads it in the file's place, so it is taken out as the file itself would be. An
+ * entry's own path is its own (checked as an entry); the spelling loaded that existed before is an entry too, since
+ * the closure follows it. Only a folder changed since the command started (`folders`, as they were then: made,
+ * replaced, an entry added, or changed just before) is listed, once: a large temp directory holding a Location is
+ * not listed for every command.
+ */
+const respelled = (
+  entries: ReadonlyArray<Entry>,
+  folders: ReadonlyMap<string, string | undefined>,
+  keptAt: (base: string, path: string) => string | undefined,
+): Array<string> => {
+  const own = new Set(entries.map((entry) => entry.path))
+  const listed = new Map<string, Map<string, Array<string>>>()
+  const taken: Array<string> = []
+  for (const entry of entries) {
+    if (!entry.folds || entry.before !== undefined || entry.undo === "never") continue
+    const folder = dirname(entry.path)
+    const was = folders.get(folder)
+    if (was !== undefined && was === folderStamp(folder)) continue
+    let names = listed.get(folder)
+    if (names === undefined) {
+      names = new Map()
+      let found: Array<string> = []
+      try {
+        found = readdirSync(folder)
+      } catch {
+        // no folder there (or none core can list, where the resolver cannot find another spelling either)
+      }
+      for (const name of found) {
+        const key = name.toLowerCase()
+        names.set(key, [...(names.get(key) ?? []), name])
+      }
+      listed.set(folder, names)
+    }
+    const key = basename(entry.path).toLowerCase()
+    for (const name of names.get(key) ?? []) {
+      const path = join(folder, name)
+      if (own.has(path)) continue
+      setAside(path, keptAt(entry.base, path))
+      taken.push(path)
+    }
+    // Taken once, whichever entry of the folder found it.
+    names.delete(key)
+  }
+  return taken
 }
 
 /** Copies the regular file at `path` to a new file in its place (its other names keep the old one); whether it could. */

@@ -220,6 +220,38 @@ console.log(JSON.stringify(Closure.of(Closure.rootsOf(${JSON.stringify(root)})).
     },
   )
 
+  // Bun's resolver finds a file by its name ignoring case: `../lib/fmt.ts` loads lib/FMT.ts where no lib/fmt.ts is.
+  // The closure looked for the exact name alone, and what FMT.ts imports went unprotected.
+  test("a missing file imported is found under another spelling, as Bun's resolver finds it, and followed", () => {
+    const root = files(tempDir("core-closure-"), {
+      "tools/a.ts": 'import { f } from "../lib/fmt.ts"\nconsole.log(f())\n',
+      "lib/FMT.ts": 'import { g } from "./helper.ts"\nexport const f = () => "spelled " + g\n',
+      "lib/Helper.ts": 'export const g = "otherwise"\n',
+    })
+    // What the resolver does, which the closure follows.
+    const run = Bun.spawnSync([process.execPath, join(root, "tools/a.ts")], { stderr: "pipe" })
+    expect(run.stdout.toString()).toBe("spelled otherwise\n")
+    const reached = reachedFrom(root)
+    for (const path of ["lib/fmt.ts", "lib/FMT.ts", "lib/helper.ts", "lib/Helper.ts"]) {
+      expect([path, reached.includes(join(root, path))]).toEqual([path, true])
+    }
+    // Loaded there, the resolver looks no further.
+    expect(reached).not.toContain(join(root, "lib/fmt.ts.ts"))
+    expect(reached).not.toContain(join(root, "lib/fmt/index.ts"))
+  })
+
+  test("in a folder too large to list, another spelling of a missing file imported is found too", () => {
+    const big = tempDir("core-closure-big-")
+    for (let index = 0; index < 3_000; index++) writeFileSync(join(big, `entry-${index}-${"x".repeat(60)}`), "")
+    const root = files(join(big, "location"), { "tools/a.ts": 'import "../../shared.ts"\n' })
+    expect(reachedFrom(root)).toContain(join(big, "shared.ts"))
+    expect(reachedFrom(root)).not.toContain(join(big, "Shared.ts"))
+    files(big, { "Shared.ts": 'import "./next.ts"\n' })
+    const after = reachedFrom(root)
+    expect(after).toContain(join(big, "Shared.ts"))
+    expect(after).toContain(join(big, "next.ts"))
+  })
+
   test("an import cycle ends, and a directory with no tools or plugins reaches nothing", () => {
     const root = files(tempDir("core-closure-"), { "tools/a.ts": 'import "../lib/x.ts"\n', "lib/x.ts": 'import "./y.ts"\n', "lib/y.ts": 'import "./x.ts"\n' })
     expect(reachedFrom(root)).toEqual([join(root, "lib/x.ts"), join(root, "lib/y.ts")])

@@ -1104,6 +1104,48 @@ describe("protected configuration: what stays ordinary", () => {
     }
   })
 
+  // Bun's resolver loads lib/FMT.ts for a missing `../lib/fmt.ts`: the guard looked for the exact name alone, and a
+  // command that made the file under another spelling ran the model's code inside core at the next load.
+  test("with the OS sandbox on, another spelling of a missing file a tool imports, made by a command, is undone", async () => {
+    for (const [command, folder] of [
+      ["ln -s lib2 lib", false],
+      ["mv lib2 lib", false],
+      ["cp -r lib2 lib", false],
+      ["bash made.sh", false],
+      ["bash made.sh", true],
+    ] as const) {
+      const w = world({ "tools/hi.ts": 'import { fmt } from "../lib/fmt.ts"\nexport const hi = fmt\n', "lib2/FMT.ts": "export const fmt = 1\n" })
+      if (folder) {
+        // lib there before, unchanged for longer than a step of a file system's clock: the guard trusts its change
+        // time to tell whether the command added anything to it.
+        mkdirSync(join(w.directory, "lib"))
+        await Bun.sleep(2_100)
+      }
+      writeFileSync(join(w.directory, "made.sh"), "mkdir -p lib && cp lib2/FMT.ts lib/Fmt.ts\n")
+      const made = join(w.directory, command === "bash made.sh" ? "lib/Fmt.ts" : "lib/FMT.ts")
+      const outcome = await w.settle("bash", { command }, "no-terminal")
+      expect([command, folder, outcome.asks]).toEqual([command, folder, []])
+      expect(outcome.settlement.status).toBe("success")
+      expect([command, folder, (outcome.settlement.structured as { undone?: ReadonlyArray<string> }).undone]).toEqual([command, folder, [made]])
+      expect(existsSync(made)).toBe(false)
+    }
+  })
+
+  test("another spelling of a file a tool imports, there before, is protected as the file: what it imports, and it to a command", async () => {
+    const w = world({
+      "tools/hi.ts": 'import { fmt } from "../lib/fmt.ts"\nexport const hi = fmt\n',
+      "lib/FMT.ts": 'import { pad } from "./pad.ts"\nexport const fmt = pad\n',
+    })
+    const planted = await w.settle("write", { filePath: "lib/pad.ts", content: "export const pad = 2\n" }, "no-terminal")
+    expect(planted.asks.map((ask) => ask.protected !== undefined)).toEqual([true])
+    expect(planted.settlement.status).toBe("error")
+    expect(existsSync(join(w.directory, "lib/pad.ts"))).toBe(false)
+    writeFileSync(join(w.directory, "change.sh"), "echo 'export const fmt = 3' > lib/FMT.ts\n")
+    const changed = await w.settle("bash", { command: "bash change.sh" }, "no-terminal")
+    expect(changed.asks).toEqual([])
+    expect(readFileSync(join(w.directory, "lib/FMT.ts"), "utf8")).toBe('import { pad } from "./pad.ts"\nexport const fmt = pad\n')
+  })
+
   test("ordinary files, and files merely named like protected ones elsewhere, are not protected", async () => {
     const w = world()
     mkdirSync(join(w.directory, "src"))
