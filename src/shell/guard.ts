@@ -1019,13 +1019,13 @@ const folderStamp = (folder: string, settled = false): string | undefined => {
 }
 
 /** The entries whose other spellings are looked for once the command ends (`respelled`), by folder, as it was. */
-const spellingFolders = (entries: ReadonlyArray<Entry>): ReadonlyMap<string, string | undefined> =>
-  new Map(
-    entries
-      .filter((entry) => entry.folds && entry.before === undefined && entry.undo !== "never")
-      .map((entry) => dirname(entry.path))
-      .map((folder) => [folder, folderStamp(folder, true)] as const),
-  )
+const spellingFolders = (entries: ReadonlyArray<Entry>): ReadonlyMap<string, string | undefined> => {
+  const folders = new Set(entries.filter(spelledAlike).map((entry) => dirname(entry.path)))
+  return new Map([...folders].map((folder) => [folder, folderStamp(folder, true)] as const))
+}
+
+/** Whether another spelling of the entry's name is taken out when the command made one (`respelled`). */
+const spelledAlike = (entry: Entry): boolean => entry.folds && entry.before === undefined && entry.undo !== "never"
 
 /**
  * What the command made under another spelling of a missing file a tool imports (`lib/FMT.ts`, `lib/Fmt.ts` for
@@ -1040,14 +1040,23 @@ const respelled = (
   folders: ReadonlyMap<string, string | undefined>,
   keptAt: (base: string, path: string) => string | undefined,
 ): Array<string> => {
+  // The folders there now (a missing one holds nothing) and changed since the command started, each looked at once.
+  const changed = new Set(
+    [...folders]
+      .filter(([folder, was]) => {
+        const now = folderStamp(folder)
+        return now !== undefined && now !== was
+      })
+      .map(([folder]) => folder),
+  )
+  if (changed.size === 0) return []
   const own = new Set(entries.map((entry) => entry.path))
   const listed = new Map<string, Map<string, Array<string>>>()
   const taken: Array<string> = []
   for (const entry of entries) {
-    if (!entry.folds || entry.before !== undefined || entry.undo === "never") continue
+    if (!spelledAlike(entry)) continue
     const folder = dirname(entry.path)
-    const was = folders.get(folder)
-    if (was !== undefined && was === folderStamp(folder)) continue
+    if (!changed.has(folder)) continue
     let names = listed.get(folder)
     if (names === undefined) {
       names = new Map()
