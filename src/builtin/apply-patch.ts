@@ -330,7 +330,7 @@ const attempt = (
     return yield* Effect.uninterruptible(
       Effect.gen(function* () {
         // Another process changed a file after it was read: nothing was written; plan again from the files as they are.
-        const lost = yield* transact(plans, replacedByMove, context, tries)
+        const lost = yield* transact(services, plans, replacedByMove, context, tries)
         if (lost === undefined) return FileLock.CHANGED
         for (const plan of plans) {
           if (plan._tag === "Delete") continue
@@ -467,6 +467,7 @@ const planted = (plans: ReadonlyArray<Plan>, before: ReadonlyMap<string, Readonl
  * replaced; undefined, having written nothing, when a file changed since it was read.
  */
 const transact = (
+  services: Builtin.Services,
   plans: ReadonlyArray<Plan>,
   replacedByMove: ReadonlySet<string>,
   context: Tool.Context,
@@ -520,6 +521,12 @@ const transact = (
               })
             }
             for (const plan of plans) yield* commitPlan(plan, temps.get(plan), undo)
+            // A file made unasked that became core's configuration meanwhile (Builtin.becameProtected): the whole
+            // patch is put back.
+            for (const target of unaskedMade(plans)) {
+              const became = yield* Builtin.becameProtected(services, target.resolved.real, target.shown)
+              if (became !== undefined) return yield* failure(`${became} A person must make that change; do not retry it.`)
+            }
             return true
           }),
         ),

@@ -137,6 +137,22 @@ export const authorizeChange = (
     return { resolved, shown: display(services.directory, resolved.real), asked: askedOf(checks) }
   })
 
+/**
+ * Why a file a tool made without a protected ask cannot stay (to be taken out, and the call failed), or undefined: it
+ * became core's configuration after its
+ * check. A command made a folder above a missing protected place a link to the file's folder meanwhile (`lib ->
+ * lib2` while `lib2/fmt.ts` was written, the write waiting its turn behind another change of the file), and the
+ * command's guard, finding nothing made, let the link stand. Asked once the file is there, so no such link is
+ * missed: a link made after this is made by a command whose guard finds the place made, and takes it out.
+ */
+export const becameProtected = (services: Services, real: string, shown: string): Effect.Effect<string | undefined, Tool.Failure> =>
+  changePlan(services, { path: real, reads: false }).pipe(
+    Effect.map(({ checks }) => {
+      const what = checks.find((check) => check.protected !== undefined)?.protected
+      return what === undefined ? undefined : `Cannot create ${shown}: with a change made at the same time, it is now ${what}.`
+    }),
+  )
+
 /** Whether `checks` asked a person for a protected change (approved, since the call goes on). */
 export const askedOf = (checks: ReadonlyArray<Permission.Check>): boolean => checks.some((check) => check.protected !== undefined)
 

@@ -54,6 +54,9 @@ const lockOne = <A, E, R>(path: string, effect: Effect.Effect<A, E, R>): Effect.
       }),
   )
 
+/** How many changes in this process hold `path` (a real path) or wait for it. */
+export const holders = (path: string): number => held.get(path)?.users ?? 0
+
 /**
  * Runs `effect` while no other change in this process holds any of `paths` (real paths). Paths are taken in
  * sorted order, so two changes that share several files cannot wait on each other forever.

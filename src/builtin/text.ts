@@ -8,7 +8,7 @@ export * as Text from "./text"
 // (../permission/pinned): a directory swapped for a symlink after the check fails the operation, never leads it
 // (or a temp file) elsewhere.
 
-import { constants, readdirSync } from "node:fs"
+import { constants, lstatSync, readdirSync } from "node:fs"
 import { basename, dirname } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -602,6 +602,22 @@ export const write = (options: WriteOptions): Effect.Effect<void, Tool.Failure> 
  */
 export const ensureDirectory = (directory: string, shown: string): Effect.Effect<ReadonlyArray<string>, Tool.Failure> =>
   io("create the directory for", shown, () => Pinned.makeDirectories(directory))
+
+/** Who the file at `path` is (its device and inode), or undefined where nothing is. */
+export const identityOf = (path: string): string | undefined => {
+  try {
+    const stats = lstatSync(path, { throwIfNoEntry: false })
+    return stats === undefined ? undefined : `${stats.dev}:${stats.ino}`
+  } catch {
+    return undefined
+  }
+}
+
+/** Removes the file at `real` a change made (`made`, its identityOf): one put in its place since stays. */
+export const takeOut = (real: string, made: string | undefined): Effect.Effect<void> =>
+  Effect.promise(async () => {
+    if (made !== undefined && identityOf(real) === made) await Pinned.remove(real).catch(() => undefined)
+  })
 
 /** Removes directories created for a change that did not happen (deepest first); ones now in use stay. */
 export const removeDirectories = (directories: ReadonlyArray<string>): Effect.Effect<void> =>

@@ -152,6 +152,17 @@ const attempt = (
           yield* Text.removeDirectories(created)
           return FileLock.CHANGED
         }
+        if (!asked && !exists) {
+          const made = Text.identityOf(real)
+          const became = yield* Builtin.becameProtected(services, real, shown)
+          if (became !== undefined) {
+            yield* Text.takeOut(real, made)
+            yield* Text.removeDirectories(created)
+            return yield* new Tool.Failure({
+              message: `${became} It was taken out again: nothing was changed. A person must make that change; do not retry it.`,
+            })
+          }
+        }
         yield* ReadTracking.see(services, context, real, yield* ReadTracking.written(real, bytes))
         return yield* Stopping.finished({
           path: shown,

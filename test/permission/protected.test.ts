@@ -6,6 +6,7 @@ import { Approvals } from "../../src/store/approvals"
 import { SqliteStore } from "../../src/store/sqlite-store"
 import { ManagedOutputs } from "../../src/output/managed-outputs"
 import { WorkTree } from "../../src/shell/work-tree"
+import { FileLock } from "../../src/builtin/file-lock"
 import { git } from "../support/git"
 import { messageOf, world } from "./protected-harness"
 
@@ -1144,6 +1145,37 @@ describe("protected configuration: what stays ordinary", () => {
     const changed = await w.settle("bash", { command: "bash change.sh" }, "no-terminal")
     expect(changed.asks).toEqual([])
     expect(readFileSync(join(w.directory, "lib/FMT.ts"), "utf8")).toBe('import { pad } from "./pad.ts"\nexport const fmt = pad\n')
+  })
+
+  // A change waits its turn behind another change of its file after its check. A command that made lib a link to
+  // lib2 meanwhile (its guard finding nothing made, the link stood) left the write to make lib/fmt.ts, unasked.
+  test("a file made unasked that became a protected place while it waited its turn is taken out, and the call fails", async () => {
+    for (const [tool, input] of [
+      ["write", { filePath: "lib2/fmt.ts", content: "export const fmt = 1\n" }],
+      ["apply_patch", { patchText: "*** Begin Patch\n*** Add File: lib2/fmt.ts\n+export const fmt = 1\n*** End Patch" }],
+    ] as const) {
+      const w = world({ "tools/hi.ts": 'import { fmt } from "../lib/fmt.ts"\nexport const hi = fmt\n' })
+      mkdirSync(join(w.directory, "lib2"))
+      const real = join(w.directory, "lib2/fmt.ts")
+      let release = () => {}
+      const gate = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      const holding = Effect.runPromise(FileLock.serialized([real], Effect.promise(() => gate)))
+      const settling = w.settle(tool, input, "no-terminal")
+      // Checked, and waiting for the file: the link is made now.
+      while (FileLock.holders(real) < 2) await Bun.sleep(5)
+      symlinkSync("lib2", join(w.directory, "lib"))
+      release()
+      await holding
+      const outcome = await settling
+      expect([tool, outcome.asks]).toEqual([tool, []])
+      expect(outcome.settlement.status).toBe("error")
+      expect(messageOf(outcome.settlement)).toContain("Cannot create lib2/fmt.ts: with a change made at the same time, it is now lib/fmt.ts")
+      expect(messageOf(outcome.settlement)).toContain("A person must make that change")
+      expect([tool, existsSync(real)]).toEqual([tool, false])
+      expect(existsSync(join(w.directory, "lib2"))).toBe(true)
+    }
   })
 
   test("ordinary files, and files merely named like protected ones elsewhere, are not protected", async () => {
