@@ -205,7 +205,8 @@ export const rootsOf = (directory: string): ReadonlyArray<string> =>
 const transpilers = new Map<string, Bun.Transpiler>()
 const transpilerFor = (file: string): Bun.Transpiler => {
   const extension = extname(file)
-  const loader = extension === ".tsx" ? "tsx" : extension === ".jsx" ? "jsx" : /\.[mc]?js$/.test(extension) ? "js" : "ts"
+  // Bun runs JSX in a .js file (not in .mjs or .cjs), and imports its runtime for it: scanned as JSX.
+  const loader = extension === ".tsx" ? "tsx" : extension === ".jsx" || extension === ".js" ? "jsx" : /\.[mc]js$/.test(extension) ? "js" : "ts"
   let transpiler = transpilers.get(loader)
   if (transpiler === undefined) {
     transpiler = new Bun.Transpiler({ loader })
@@ -237,10 +238,46 @@ const NAMING = /(["'`])((?:\.{1,2}\/|file:)[^"'`\n$]*|@?[a-z0-9][\w.~-]*(?:\/[\w
  */
 const specifiersIn = (file: string, source: string): { readonly imports: ReadonlyArray<string>; readonly named: ReadonlyArray<string> } => {
   const imports = transpilerFor(file).scanImports(source).map((entry) => entry.path)
-  if (!LOADS.test(source)) return { imports, named: imports }
-  const named = new Set(imports)
-  for (const match of source.matchAll(NAMING)) named.add(match[2]!)
-  return { imports, named: [...named] }
+  return { imports, named: namedIn(source, imports, LOADS.test(source)) }
+}
+
+/**
+ * A JSX pragma naming the package JSX is compiled against (`@jsxImportSource` and the package's name, in a comment):
+ * Bun then imports its `jsx-dev-runtime` (or `jsx-runtime`), which the transpiler's scan does not list (it lists
+ * `react`'s).
+ */
+const JSX_SOURCE = /@jsxImportSource\s+([^\s*]+)/g
+
+/**
+ * The specifiers the closure follows from `source`: `found`, the runtime of each JSX import source a pragma names,
+ * and where `strings`, every string in it that may name a module (NAMING).
+ */
+const namedIn = (source: string, found: ReadonlyArray<string>, strings: boolean): ReadonlyArray<string> => {
+  const pragma = source.includes("@jsxImportSource")
+  if (!strings && !pragma) return found
+  const named = new Set(found)
+  if (pragma) {
+    for (const match of source.matchAll(JSX_SOURCE)) {
+      named.add(`${match[1]}/jsx-runtime`)
+      named.add(`${match[1]}/jsx-dev-runtime`)
+    }
+  }
+  if (strings) for (const match of source.matchAll(NAMING)) named.add(match[2]!)
+  return [...named]
+}
+
+/**
+ * What a file the transpiler's scan refuses may import: Bun may run it all the same (a class's `accessor` fails the
+ * scan, not the runtime), so what its plainer scan finds, and every string in it that may name a module.
+ */
+const guessedIn = (file: string, source: string): ReadonlyArray<string> => {
+  let found: ReadonlyArray<string> = []
+  try {
+    found = transpilerFor(file).scan(source).imports.map((entry) => entry.path)
+  } catch {
+    // nothing more than its strings
+  }
+  return namedIn(source, found, true)
 }
 
 /** The specifiers the closure follows from a source file (`specifiersIn`, named); none when it cannot be read. */
@@ -250,12 +287,21 @@ export const specifiersOf = (file: string, stated?: Stats): ReadonlyArray<string
   const stamp = stampOf(stats)
   const known = scanned.get(file)
   if (known !== undefined && known.stamp === stamp) return known.specifiers
-  let specifiers: ReadonlyArray<string>
+  let source: string | undefined
   try {
-    specifiers = specifiersIn(file, readFileSync(file, "utf8")).named
+    source = readFileSync(file, "utf8")
   } catch {
-    // A syntax error: core refuses to load the file, so it imports nothing.
-    specifiers = []
+    // Unreadable: core cannot load it either, so it imports nothing.
+    source = undefined
+  }
+  let specifiers: ReadonlyArray<string> = []
+  if (source !== undefined) {
+    try {
+      specifiers = specifiersIn(file, source).named
+    } catch {
+      // Not a file core loads as a tool (discovery refuses it), but one a tool imports may be run by Bun anyway.
+      specifiers = guessedIn(file, source)
+    }
   }
   scanned.set(file, { stamp, specifiers })
   return specifiers

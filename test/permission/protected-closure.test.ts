@@ -162,14 +162,49 @@ describe("Closure: the code tool and plugin files import", () => {
     expect(reached).toContain(join(root, "lib/helper.ts"))
   })
 
-  test("a file changed since it was scanned is scanned again; one with a syntax error imports nothing", () => {
+  test("a file changed since it was scanned is scanned again; one with a syntax error has what its strings name followed", () => {
     const root = files(tempDir("core-closure-"), { "tools/a.ts": 'import "../lib/one"\n', "lib/one.ts": "", "lib/two.ts": "" })
     expect(reachedFrom(root)).toContain(join(root, "lib/one.ts"))
     writeFileSync(join(root, "tools/a.ts"), 'import "../lib/two.ts"\n// longer than before\n')
     expect(reachedFrom(root)).toContain(join(root, "lib/two.ts"))
     expect(reachedFrom(root)).not.toContain(join(root, "lib/one.ts"))
-    writeFileSync(join(root, "tools/a.ts"), 'import "../lib/two.ts"\nexport const = \n')
+    writeFileSync(join(root, "tools/a.ts"), 'import "../lib/one.ts"\nexport const = \n')
+    expect(reachedFrom(root)).toContain(join(root, "lib/one.ts"))
+    expect(reachedFrom(root)).not.toContain(join(root, "lib/two.ts"))
+    writeFileSync(join(root, "tools/a.ts"), "export const = \n")
     expect(reachedFrom(root)).toEqual([])
+  })
+
+  // The transpiler's scan refuses what Bun runs: a class's `accessor`, JSX in a .js file. A module a tool imports
+  // holding either was taken to import nothing, and what it imports went unprotected (a command rewrote it unasked).
+  test("a module the transpiler's scan refuses, which Bun runs, has its imports followed", () => {
+    const root = files(tempDir("core-closure-"), {
+      "tools/a.ts": 'import { box } from "../lib/box.ts"\nimport { tag } from "../lib/tag.js"\nconsole.log(box(), tag())\n',
+      "lib/box.ts": 'import { label } from "./label.ts"\nclass Box { accessor label = label }\nexport const box = () => new Box().label\n',
+      "lib/label.ts": 'export const label = "boxed"\n',
+      "lib/tag.js": '/** @jsxRuntime classic */\n/** @jsx h */\nimport { h } from "./h.js"\nexport const tag = () => <b>tagged</b>\n',
+      "lib/h.js": "export const h = (name, props, ...children) => `<${name}>${children.join('')}</${name}>`\n",
+    })
+    const run = Bun.spawnSync([process.execPath, join(root, "tools/a.ts")], { stderr: "pipe" })
+    expect(run.stdout.toString()).toBe("boxed <b>tagged</b>\n")
+    const reached = reachedFrom(root)
+    expect(reached).toContain(join(root, "lib/label.ts"))
+    expect(reached).toContain(join(root, "lib/h.js"))
+  })
+
+  // A JSX pragma naming preact as its import source has Bun import preact/jsx-dev-runtime, which the scan does not list: a package there,
+  // the user's or one a model planted, went unprotected.
+  test("a JSX pragma's import source is followed as a package the file imports", () => {
+    const root = files(tempDir("core-closure-"), {
+      "tools/a.ts": 'import { view } from "../lib/view.tsx"\nconsole.log(view())\n',
+      // Spelt in two, so that no dead-code check takes the pragma for an import of this repository.
+      "lib/view.tsx": `/** @jsx${"ImportSource"} preact */\nexport const view = () => <b>x</b>\n`,
+      "node_modules/preact/package.json": '{ "name": "preact", "exports": { "./jsx-dev-runtime": "./jsx.js", "./jsx-runtime": "./jsx.js" } }',
+      "node_modules/preact/jsx.js": 'export const jsxDEV = () => "from preact"\nexport const jsx = jsxDEV\nexport const Fragment = "f"\n',
+    })
+    const run = Bun.spawnSync([process.execPath, join(root, "tools/a.ts")], { stderr: "pipe" })
+    expect(run.stdout.toString()).toBe("from preact\n")
+    expect(reachedFrom(root)).toContain(join(root, "node_modules/preact"))
   })
 
   // A large folder above a Location (a busy /tmp) is not listed but asked name by name: what it holds must be found
