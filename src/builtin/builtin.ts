@@ -139,11 +139,11 @@ export const authorizeChange = (
 
 /**
  * Why a file a tool made without a protected ask cannot stay (to be taken out, and the call failed), or undefined: it
- * became core's configuration after its
- * check. A command made a folder above a missing protected place a link to the file's folder meanwhile (`lib ->
- * lib2` while `lib2/fmt.ts` was written, the write waiting its turn behind another change of the file), and the
- * command's guard, finding nothing made, let the link stand. Asked once the file is there, so no such link is
- * missed: a link made after this is made by a command whose guard finds the place made, and takes it out.
+ * became core's configuration after its check. A command made a folder above a missing protected place a link to
+ * the file's folder meanwhile (`lib -> lib2` while `lib2/fmt.ts` was written, the write waiting its turn behind
+ * another change of the file), and the command's guard, finding nothing made, let the link stand. Asked once the
+ * file is there, so no such link is missed: a link made after this is made by a command whose guard finds the place
+ * made, and takes it out.
  */
 export const becameProtected = (services: Services, real: string, shown: string): Effect.Effect<string | undefined, Tool.Failure> =>
   changePlan(services, { path: real, reads: false }).pipe(
