@@ -227,8 +227,53 @@ const stampOf = (stats: Stats) => `${stats.dev}:${stats.ino}:${stats.ctimeMs}:${
  */
 const LOADS = /\bcreateRequire\b|\bimport\.meta\.(?:require|resolve)\b|\bnew\s+Worker\b|\brequire\.resolve\b/
 
-/** A string literal that may name a module: a relative path, a `file:` URL, or a package's name (and a path in it). */
-const NAMING = /(["'`])((?:\.{1,2}\/|file:)[^"'`\n$]*|@?[a-z0-9][\w.~-]*(?:\/[\w.~@-]+)*)\1/gi
+/**
+ * String literals on one line, their value in group `v`, escapes as written: a double-quoted, a single-quoted, a
+ * template without a substitution, and, so that a stray quote (in a comment, a regular expression) that pairs with a
+ * real literal's opening quote hides nothing, a literal holding no quote of another kind. Each pass runs on its own.
+ */
+const LITERALS = [
+  /"(?<v>(?:[^"\\\n]|\\.)*)"/g,
+  /'(?<v>(?:[^'\\\n]|\\.)*)'/g,
+  /`(?<v>(?:[^`\\\n$]|\\.|\$(?!\{))*)`/g,
+  /(["'`])(?<v>(?:[^"'`\\\n$]|\\.)*)\1/g,
+]
+
+/**
+ * A string that may name a module: a relative path, a `file:` URL, a subpath import (`#x`), a package's name (and a
+ * path in it), or an absolute path to a source file (any absolute string would make "/" and "/tmp" places of code).
+ */
+const NAMING = /^(?:\.{1,2}\/|file:|#)|^@?[a-z0-9][\w.~-]*(?:\/.*)?$|^\/.*\.[cm]?[jt]sx?$/is
+
+const ESCAPE = /\\(?:u\{([0-9a-f]+)\}|u([0-9a-f]{4})|x([0-9a-f]{2})|([0-7]{1,3})|([\s\S]))/gi
+const SIMPLE: Readonly<Record<string, string>> = { n: "\n", r: "\r", t: "\t", b: "\b", f: "\f", v: "\v" }
+
+/** A literal's value, its escapes read as JavaScript reads them (`"./\u0066mt.ts"` names `./fmt.ts`). */
+const cooked = (raw: string): string =>
+  raw.includes("\\")
+    ? raw.replace(ESCAPE, (_, braced?: string, unicode?: string, hex?: string, octal?: string, other?: string) => {
+        const code = braced ?? unicode ?? hex
+        if (code !== undefined) {
+          const point = Number.parseInt(code, 16)
+          return point <= 0x10ffff ? String.fromCodePoint(point) : ""
+        }
+        if (octal !== undefined) return String.fromCharCode(Number.parseInt(octal, 8) & 0xff)
+        return SIMPLE[other!] ?? (other === "\n" || other === "\r" || other === "\u2028" || other === "\u2029" ? "" : other!)
+      })
+    : raw
+
+/**
+ * Every string in `source` that may name a module, read without running anything of it: the transpiler's fuller
+ * `scan` runs the macros a file imports (`with { type: "macro" }`), code of the file's, inside core.
+ */
+const stringsNamingIn = (source: string, into: Set<string>): void => {
+  for (const literal of LITERALS) {
+    for (const match of source.matchAll(literal)) {
+      const value = cooked(match.groups!.v!)
+      if (value !== "" && NAMING.test(value)) into.add(value)
+    }
+  }
+}
 
 /**
  * What `source` (of `file`) imports: the specifiers the transpiler finds (static, dynamic with a literal, require),
@@ -262,23 +307,17 @@ const namedIn = (source: string, found: ReadonlyArray<string>, strings: boolean)
       named.add(`${match[1]}/jsx-dev-runtime`)
     }
   }
-  if (strings) for (const match of source.matchAll(NAMING)) named.add(match[2]!)
+  if (strings) stringsNamingIn(source, named)
   return [...named]
 }
 
 /**
  * What a file the transpiler's scan refuses may import: Bun may run it all the same (a class's `accessor` fails the
- * scan, not the runtime), so what its plainer scan finds, and every string in it that may name a module.
+ * scan, not the runtime), so every string in it that may name a module. Never the transpiler's fuller `scan`, which
+ * parses such a file but runs its macros: while a command ran, a file it made where a tool's import was missing
+ * would have had its code run by core, outside the sandbox, as a check of another call read the closure.
  */
-const guessedIn = (file: string, source: string): ReadonlyArray<string> => {
-  let found: ReadonlyArray<string> = []
-  try {
-    found = transpilerFor(file).scan(source).imports.map((entry) => entry.path)
-  } catch {
-    // nothing more than its strings
-  }
-  return namedIn(source, found, true)
-}
+const guessedIn = (source: string): ReadonlyArray<string> => namedIn(source, [], true)
 
 /** The specifiers the closure follows from a source file (`specifiersIn`, named); none when it cannot be read. */
 export const specifiersOf = (file: string, stated?: Stats): ReadonlyArray<string> => {
@@ -300,7 +339,7 @@ export const specifiersOf = (file: string, stated?: Stats): ReadonlyArray<string
       specifiers = specifiersIn(file, source).named
     } catch {
       // Not a file core loads as a tool (discovery refuses it), but one a tool imports may be run by Bun anyway.
-      specifiers = guessedIn(file, source)
+      specifiers = guessedIn(source)
     }
   }
   scanned.set(file, { stamp, specifiers })

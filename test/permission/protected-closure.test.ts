@@ -3,7 +3,7 @@
 // answers for every place they name.
 
 import { describe, expect, test } from "bun:test"
-import { chmodSync, mkdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Closure } from "../../src/permission/closure"
 import { Git } from "../../src/permission/git"
@@ -192,6 +192,32 @@ describe("Closure: the code tool and plugin files import", () => {
     expect(reached).toContain(join(root, "lib/h.js"))
   })
 
+  // The transpiler's fuller scan, which reads such a module, runs the macros it imports: a file a command made where
+  // a tool's import was missing had its macro run by core, outside the sandbox, when another call's check read the
+  // closure meanwhile. The closure reads its strings instead, escapes as JavaScript reads them.
+  test("a module the transpiler's scan refuses has its imports followed without running any of its code", () => {
+    const root = tempDir("core-closure-")
+    const marker = join(root, "macro-ran")
+    files(root, {
+      "tools/a.ts": 'import { box } from "../lib/box.ts"\nconsole.log(box())\n',
+      "lib/box.ts":
+        // The transpiler resolves a macro's relative path from the working directory: a model would name its own.
+        `import { stamp } from ${JSON.stringify(join(root, "lib/m.ts"))} with { type: "macro" }\n` +
+        'import { label } from "./\\u006cabel.ts"\n' +
+        "class Box { accessor label = label }\nexport const box = () => `${new Box().label} ${stamp()}`\n",
+      "lib/m.ts": `import { writeFileSync } from "node:fs"\nexport const stamp = () => { writeFileSync(${JSON.stringify(marker)}, "ran"); return 1 }\n`,
+      "lib/label.ts": 'export const label = "boxed"\n',
+    })
+    const reached = reachedFrom(root)
+    expect(existsSync(marker)).toBe(false)
+    expect(reached).toContain(join(root, "lib/m.ts"))
+    expect(reached).toContain(join(root, "lib/label.ts"))
+    // What the test stands on: Bun runs the macro (and the module) when it loads the tool.
+    const run = Bun.spawnSync([process.execPath, join(root, "tools/a.ts")], { stderr: "pipe" })
+    expect(run.stdout.toString()).toBe("boxed 1\n")
+    expect(existsSync(marker)).toBe(true)
+  })
+
   // A JSX pragma naming preact as its import source has Bun import preact/jsx-dev-runtime, which the scan does not list: a package there,
   // the user's or one a model planted, went unprotected.
   test("a JSX pragma's import source is followed as a package the file imports", () => {
@@ -369,6 +395,26 @@ describe("Protected.change: code and git places", () => {
     rmSync(join(location, "libx/b.ts"))
     writeFileSync(join(location, "libx/b.ts"), "")
     expect(Protected.change(roots, join(location, "libx/b.ts"))).toBeUndefined()
+  })
+
+  // While a sandboxed command runs, a file it made where a tool's import is missing stands until its guard undoes it;
+  // a check of another call then reads it as the module the tool would load. With the transpiler's fuller scan, its
+  // macro ran inside core, outside the sandbox.
+  test("a check made while a command's file stands where an import is missing runs none of that file's code", () => {
+    const location = files(tempDir("core-loc-"), { "tools/hi.ts": 'import { fmt } from "../lib/fmt.ts"\nexport const hi = fmt\n' })
+    const roots = rootsFor(location)
+    expect(Protected.change(roots, join(location, "lib/fmt.ts"))).toContain("code that tools/hi.ts imports")
+    const marker = join(location, "scratch/ran")
+    files(location, {
+      "scratch/m.ts": `import { writeFileSync } from "node:fs"\nexport const go = () => { writeFileSync(${JSON.stringify(marker)}, "x"); return 1 }\n`,
+      "lib/fmt.ts":
+        `import { go } from ${JSON.stringify(join(location, "scratch/m.ts"))} with { type: "macro" }\n` +
+        "class A { accessor x = go() }\nexport const fmt = new A().x\n",
+    })
+    expect(Protected.change(roots, join(location, "notes.txt"))).toBeUndefined()
+    expect(existsSync(marker)).toBe(false)
+    // What the file names is followed as the tool's: the macro's module is code core would load.
+    expect(Protected.change(roots, join(location, "scratch/m.ts"))).toContain("code that tools/hi.ts imports")
   })
 
   // Past the files the closure follows one by one, the rest was left the model's, unsaid: a write to the 5,050th
