@@ -6,7 +6,7 @@ export * as Closure from "./closure"
 // on disk, not from what was loaded, so a file written with a person's approval is covered before it is loaded.
 // Pure reading of the file system, with each file's imports remembered by its identity and change time.
 
-import { lstatSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs"
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, realpathSync, statSync, type Stats } from "node:fs"
 import { basename, dirname, extname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -216,7 +216,7 @@ const transpilerFor = (file: string): Bun.Transpiler => {
 }
 
 /** Each scanned file's specifiers, kept while its identity and change time stay the same. */
-const scanned = new Map<string, { readonly stamp: string; readonly specifiers: ReadonlyArray<string> }>()
+const scanned = new Map<string, { readonly stamp: string; readonly specifiers: ReadonlyArray<string>; readonly large?: boolean }>()
 
 const stampOf = (stats: Stats) => `${stats.dev}:${stats.ino}:${stats.ctimeMs}:${stats.size}`
 
@@ -319,20 +319,72 @@ const namedIn = (source: string, found: ReadonlyArray<string>, strings: boolean)
  */
 const guessedIn = (source: string): ReadonlyArray<string> => namedIn(source, [], true)
 
+/**
+ * The most of one file the closure reads. A command can make a file where a tool's import is missing, sparse and of
+ * any size, and another call's check reads the closure while the command runs: read whole, 1.5 GB of it held core's
+ * thread for 10 s and took as much memory. No module or package.json is near this large.
+ */
+export const MAX_READ_BYTES = 64 * 1_024 * 1_024
+
+/** A file the closure did not read for its size: set by each read in `of`, which then cannot be complete. */
+let tooLarge: string | undefined
+
+/**
+ * The text of `file`, a regular file, read at most MAX_READ_BYTES (past that, `tooLarge` is set and nothing is
+ * answered) and without waiting (a file of /proc or /sys that would block answers nothing); undefined where it
+ * cannot be read.
+ */
+const textOf = (file: string): string | undefined => {
+  let fd: number
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK)
+  } catch {
+    return undefined
+  }
+  try {
+    const stats = fstatSync(fd)
+    if (!stats.isFile()) return undefined
+    if (stats.size > MAX_READ_BYTES) {
+      tooLarge = file
+      return undefined
+    }
+    // A file of /proc says size 0 and holds more: read to its end, the buffer grown as it fills.
+    let buffer = Buffer.allocUnsafe(Math.min(MAX_READ_BYTES + 1, Math.max(stats.size + 1, 4_096)))
+    let length = 0
+    for (;;) {
+      if (length === buffer.length) {
+        if (length > MAX_READ_BYTES) {
+          tooLarge = file
+          return undefined
+        }
+        const grown = Buffer.allocUnsafe(Math.min(MAX_READ_BYTES + 1, buffer.length * 2))
+        buffer.copy(grown, 0, 0, length)
+        buffer = grown
+      }
+      const read = readSync(fd, buffer, length, buffer.length - length, null)
+      if (read === 0) break
+      length += read
+    }
+    return buffer.toString("utf8", 0, length)
+  } catch {
+    return undefined
+  } finally {
+    closeSync(fd)
+  }
+}
+
 /** The specifiers the closure follows from a source file (`specifiersIn`, named); none when it cannot be read. */
 export const specifiersOf = (file: string, stated?: Stats): ReadonlyArray<string> => {
   const stats = stated ?? statOf(file, true)
   if (stats === undefined || !stats.isFile()) return []
   const stamp = stampOf(stats)
   const known = scanned.get(file)
-  if (known !== undefined && known.stamp === stamp) return known.specifiers
-  let source: string | undefined
-  try {
-    source = readFileSync(file, "utf8")
-  } catch {
-    // Unreadable: core cannot load it either, so it imports nothing.
-    source = undefined
+  if (known !== undefined && known.stamp === stamp) {
+    if (known.large) tooLarge = file
+    return known.specifiers
   }
+  // Unreadable: core cannot load it either, so it imports nothing.
+  const source = textOf(file)
   let specifiers: ReadonlyArray<string> = []
   if (source !== undefined) {
     try {
@@ -342,7 +394,7 @@ export const specifiersOf = (file: string, stated?: Stats): ReadonlyArray<string
       specifiers = guessedIn(source)
     }
   }
-  scanned.set(file, { stamp, specifiers })
+  scanned.set(file, { stamp, specifiers, large: tooLarge === file })
   return specifiers
 }
 
@@ -427,22 +479,25 @@ const dependenciesOf = (directory: string): ReadonlyArray<string> => {
 }
 
 /** A package.json's fields that name files (`main`, `module`, `exports`, `imports`), kept while it stays the same. */
-const manifests = new Map<string, { readonly stamp: string; readonly json: Record<string, unknown> | undefined }>()
+const manifests = new Map<string, { readonly stamp: string; readonly json: Record<string, unknown> | undefined; readonly large: boolean }>()
 
 const manifestOf = (file: string): Record<string, unknown> | undefined => {
   const stats = statOf(file, true)
   if (stats === undefined || !stats.isFile()) return undefined
   const stamp = stampOf(stats)
   const known = manifests.get(file)
-  if (known !== undefined && known.stamp === stamp) return known.json
+  if (known !== undefined && known.stamp === stamp) {
+    if (known.large) tooLarge = file
+    return known.json
+  }
   let json: Record<string, unknown> | undefined
   try {
-    const parsed: unknown = JSON.parse(readFileSync(file, "utf8"))
+    const parsed: unknown = JSON.parse(textOf(file) ?? "")
     json = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined
   } catch {
     json = undefined
   }
-  manifests.set(file, { stamp, json })
+  manifests.set(file, { stamp, json, large: tooLarge === file })
   return json
 }
 
@@ -457,9 +512,13 @@ const stringsIn = (value: unknown, found: Array<string> = [], depth = 0): Array<
 
 /**
  * The closure of `roots` (files core loads): every path it reaches, with the root that first reached it. The roots
- * themselves are not included. `complete` is false when MAX_FOLLOWED was reached.
+ * themselves are not included. `complete` is false when MAX_FOLLOWED was reached, or a file of it was not read for
+ * its size (`unread`: the first).
  */
-export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyArray<Reached>; readonly complete: boolean } => {
+export const of = (
+  roots: ReadonlyArray<string>,
+): { readonly reached: ReadonlyArray<Reached>; readonly complete: boolean; readonly unread?: string } => {
+  tooLarge = undefined
   const reached = new Map<string, Reached>()
   const rooted = new Set(roots)
   const seen = new Set<string>(roots)
@@ -674,5 +733,11 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
       }
     }
   }
-  return { reached: [...reached.values()], complete: files.length === 0 && packages.length === 0 }
+  const unread = tooLarge
+  tooLarge = undefined
+  return {
+    reached: [...reached.values()],
+    complete: files.length === 0 && packages.length === 0 && unread === undefined,
+    ...(unread === undefined ? {} : { unread }),
+  }
 }

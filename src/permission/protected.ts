@@ -242,8 +242,12 @@ export const code = (locations: ReadonlyArray<string>, home: string): Array<Code
       imported.push({
         path: each,
         what:
-          `${each}, whose tool and plugin files import more than ${Closure.MAX_FOLLOWED} files and packages: core ` +
-          "cannot tell them apart, so it protects the whole Location (import fewer, or a person makes the change)",
+          closure.unread === undefined
+            ? `${each}, whose tool and plugin files import more than ${Closure.MAX_FOLLOWED} files and packages: core ` +
+              "cannot tell them apart, so it protects the whole Location (import fewer, or a person makes the change)"
+            : `${each}, whose tool and plugin files import ${shown(location, closure.unread)}, larger than ` +
+              `${Closure.MAX_READ_BYTES / 1_048_576} MiB: core does not read what it imports, so it protects the whole ` +
+              "Location (a person makes the change)",
         identity: undefined,
         kind: "import",
       })

@@ -3,7 +3,7 @@
 // answers for every place they name.
 
 import { describe, expect, test } from "bun:test"
-import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Closure } from "../../src/permission/closure"
 import { Git } from "../../src/permission/git"
@@ -415,6 +415,32 @@ describe("Protected.change: code and git places", () => {
     expect(existsSync(marker)).toBe(false)
     // What the file names is followed as the tool's: the macro's module is code core would load.
     expect(Protected.change(roots, join(location, "scratch/m.ts"))).toContain("code that tools/hi.ts imports")
+  })
+
+  // A command can make a file where an import is missing, sparse and of any size, while another call's check reads
+  // the closure: read whole, 1.5 GB of it held core's thread for 10 s and took as much memory.
+  test("a module or package.json past the size the closure reads is not read, and the whole Location is protected", () => {
+    const location = files(tempDir("core-loc-"), {
+      "tools/hi.ts": 'import { fmt } from "../lib/fmt.ts"\nimport { pad } from "pad"\nexport const hi = fmt + pad\n',
+      "node_modules/pad/index.js": "export const pad = 1\n",
+    })
+    const roots = rootsFor(location)
+    expect(Closure.of(Closure.rootsOf(location)).complete).toBe(true)
+    mkdirSync(join(location, "lib"))
+    writeFileSync(join(location, "lib/fmt.ts"), "")
+    truncateSync(join(location, "lib/fmt.ts"), Closure.MAX_READ_BYTES + 1)
+    // Twice: the second closure finds the file as the first left it, unread.
+    for (let round = 0; round < 2; round++) {
+      expect(Closure.of(Closure.rootsOf(location))).toMatchObject({ complete: false, unread: join(location, "lib/fmt.ts") })
+    }
+    expect(Protected.change(roots, join(location, "notes.txt"))).toContain("lib/fmt.ts, larger than 64 MiB")
+    // At the bound it is read.
+    truncateSync(join(location, "lib/fmt.ts"), Closure.MAX_READ_BYTES)
+    expect(Closure.of(Closure.rootsOf(location)).complete).toBe(true)
+    expect(Protected.change(roots, join(location, "notes.txt"))).toBeUndefined()
+    writeFileSync(join(location, "node_modules/pad/package.json"), "")
+    truncateSync(join(location, "node_modules/pad/package.json"), Closure.MAX_READ_BYTES + 1)
+    expect(Closure.of(Closure.rootsOf(location))).toMatchObject({ complete: false, unread: join(location, "node_modules/pad/package.json") })
   })
 
   // Past the files the closure follows one by one, the rest was left the model's, unsaid: a write to the 5,050th
