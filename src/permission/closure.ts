@@ -6,9 +6,10 @@ export * as Closure from "./closure"
 // on disk, not from what was loaded, so a file written with a person's approval is covered before it is loaded.
 // Pure reading of the file system, with each file's imports remembered by its identity and change time.
 
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, realpathSync, statSync, type Stats } from "node:fs"
+import { lstatSync, readdirSync, realpathSync, statSync, type Stats } from "node:fs"
 import { basename, dirname, extname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
+import { FileText } from "./file-text"
 
 /**
  * The most files and packages followed from one set of roots; past it the rest cannot be named one by one, and
@@ -329,48 +330,12 @@ export const MAX_READ_BYTES = 64 * 1_024 * 1_024
 /** A file the closure did not read for its size: set by each read in `of`, which then cannot be complete. */
 let tooLarge: string | undefined
 
-/**
- * The text of `file`, a regular file, read at most MAX_READ_BYTES (past that, `tooLarge` is set and nothing is
- * answered) and without waiting (a file of /proc or /sys that would block answers nothing); undefined where it
- * cannot be read.
- */
+/** The text of `file`, a regular file, read whole; where it is larger than MAX_READ_BYTES, `tooLarge` is set. */
 const textOf = (file: string): string | undefined => {
-  let fd: number
-  try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK)
-  } catch {
-    return undefined
-  }
-  try {
-    const stats = fstatSync(fd)
-    if (!stats.isFile()) return undefined
-    if (stats.size > MAX_READ_BYTES) {
-      tooLarge = file
-      return undefined
-    }
-    // A file of /proc says size 0 and holds more: read to its end, the buffer grown as it fills.
-    let buffer = Buffer.allocUnsafe(Math.min(MAX_READ_BYTES + 1, Math.max(stats.size + 1, 4_096)))
-    let length = 0
-    for (;;) {
-      if (length === buffer.length) {
-        if (length > MAX_READ_BYTES) {
-          tooLarge = file
-          return undefined
-        }
-        const grown = Buffer.allocUnsafe(Math.min(MAX_READ_BYTES + 1, buffer.length * 2))
-        buffer.copy(grown, 0, 0, length)
-        buffer = grown
-      }
-      const read = readSync(fd, buffer, length, buffer.length - length, null)
-      if (read === 0) break
-      length += read
-    }
-    return buffer.toString("utf8", 0, length)
-  } catch {
-    return undefined
-  } finally {
-    closeSync(fd)
-  }
+  const text = FileText.read(file, MAX_READ_BYTES)
+  if (text !== FileText.LARGE) return text
+  tooLarge = file
+  return undefined
 }
 
 /** The specifiers the closure follows from a source file (`specifiersIn`, named); none when it cannot be read. */

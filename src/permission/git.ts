@@ -8,6 +8,7 @@ export * as Git from "./git"
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs"
 import { homedir } from "node:os"
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path"
+import { FileText } from "./file-text"
 
 /** The most nested git directories (submodules, worktrees) looked at under one repository. */
 export const MAX_NESTED = 200
@@ -37,20 +38,11 @@ const MAX_READ_BYTES = 1024 * 1024
 /**
  * The text of the regular file at `path` (through links), up to MAX_READ_BYTES; undefined for anything else. A
  * command may leave a FIFO where git keeps a file: opened without waiting for a writer, and never read, it cannot
- * stop core.
+ * stop core (FileText).
  */
 export const read = (path: string): string | undefined => {
-  let fd: number | undefined
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
-    const stats = fstatSync(fd)
-    if (!stats.isFile() || stats.size > MAX_READ_BYTES) return undefined
-    return readFileSync(fd, "utf8")
-  } catch {
-    return undefined
-  } finally {
-    if (fd !== undefined) closeSync(fd)
-  }
+  const text = FileText.read(path, MAX_READ_BYTES)
+  return text === FileText.LARGE ? undefined : text
 }
 
 /**
