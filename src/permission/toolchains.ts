@@ -10,7 +10,7 @@ export * as Toolchains from "./toolchains"
 // a project's Location (its `.venv/bin`, `node_modules/.bin`) is the project's own, as the rest of the Location is.
 // Pure reading of the file system.
 
-import { type Dirent, readdirSync, readFileSync, realpathSync } from "node:fs"
+import { type Dirent, readdirSync, realpathSync } from "node:fs"
 import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path"
 import { Git } from "./git"
 import { Homes } from "./homes"
@@ -273,13 +273,9 @@ const gitFiles = (
     for (const path of commandPaths(value, home)) add(path)
   }
   const visit = (file: string, depth: number): void => {
-    let text: string
-    try {
-      text = readFileSync(file, "utf8")
-    } catch {
-      return
-    }
-    for (const entry of Git.configEntries(text)) take(entry, dirname(file), depth)
+    // Read without waiting: an included file may lie where a command can leave a FIFO.
+    const text = Git.read(file)
+    if (text !== undefined) for (const entry of Git.configEntries(text)) take(entry, dirname(file), depth)
   }
   for (const config of configs) visit(config, 0)
   // Entries given another way (GIT_CONFIG_COUNT's), relative paths against the home.

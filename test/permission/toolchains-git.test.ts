@@ -9,8 +9,7 @@ import { tempDir } from "../support/temp"
 import { inChild } from "../support/in-child"
 
 /** What ~/.gitconfig holding `text` names, relative to the home. */
-const named = (text: string) => {
-  const home = realpathSync(tempDir("core-git-home-"))
+const named = (text: string, home = realpathSync(tempDir("core-git-home-"))) => {
   writeFileSync(join(home, ".gitconfig"), text)
   return Toolchains.readable(home)
     .slice(Toolchains.HOME.length)
@@ -18,6 +17,13 @@ const named = (text: string) => {
 }
 
 describe("Toolchains.readable reads the user's git config lines", () => {
+  // An included file may lie where a command can leave a FIFO: opening it to read would wait for a writer for ever.
+  test("an included file that is a FIFO is named and not read, and what follows it still is", () => {
+    const home = realpathSync(tempDir("core-git-home-"))
+    expect(Bun.spawnSync(["mkfifo", join(home, "inc")]).exitCode).toBe(0)
+    expect(named("[include]\n\tpath = inc\n[core]\n\texcludesFile = ~/.after\n", home)).toEqual(["/inc", "/.after"])
+  })
+
   test("core.excludesFile, core.attributesFile and include paths, read as git reads a value: quotes, escapes, comments", () => {
     expect(named("[core]\n\texcludesFile = ~/.my-ignore\n\tattributesfile=\"~/.attrs\"  \n")).toEqual(["/.my-ignore", "/.attrs"])
     expect(named("[include]\n\tpath = a b \n[includeIf \"gitdir:/\"]\n\tpath = c\n")).toEqual(["/a b", "/c"])
