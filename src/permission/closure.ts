@@ -217,7 +217,7 @@ const transpilerFor = (file: string): Bun.Transpiler => {
 }
 
 /** Each scanned file's specifiers, kept while its identity and change time stay the same. */
-const scanned = new Map<string, { readonly stamp: string; readonly specifiers: ReadonlyArray<string>; readonly large?: boolean }>()
+const scanned = new Map<string, { readonly stamp: string; readonly specifiers: ReadonlyArray<string>; readonly large: boolean }>()
 
 const stampOf = (stats: Stats) => `${stats.dev}:${stats.ino}:${stats.ctimeMs}:${stats.size}`
 
@@ -348,7 +348,7 @@ export const specifiersOf = (file: string, stated?: Stats): ReadonlyArray<string
     if (known.large) tooLarge = file
     return known.specifiers
   }
-  // Unreadable: core cannot load it either, so it imports nothing.
+  // Unreadable, core cannot load it either: it imports nothing. Too large, it is not read: `tooLarge` says so.
   const source = textOf(file)
   let specifiers: ReadonlyArray<string> = []
   if (source !== undefined) {
@@ -371,7 +371,7 @@ export const specifiersOf = (file: string, stated?: Stats): ReadonlyArray<string
  */
 export const scan = (file: string, source: string, stats: Stats | undefined): ReadonlyArray<string> => {
   const { imports, named } = specifiersIn(file, source)
-  if (stats?.isFile() === true) scanned.set(file, { stamp: stampOf(stats), specifiers: named })
+  if (stats?.isFile() === true) scanned.set(file, { stamp: stampOf(stats), specifiers: named, large: false })
   return imports
 }
 
