@@ -34,9 +34,11 @@ export const read = (path: string, max: number): string | undefined | typeof LAR
         buffer.copy(grown, 0, 0, length)
         buffer = grown
       }
-      const count = readSync(fd, buffer, length, buffer.length - length, null)
-      if (count === 0) return buffer.toString("utf8", 0, length)
+      const wanted = buffer.length - length
+      const count = readSync(fd, buffer, length, wanted, null)
       length += count
+      // A regular file's short read is its end; one of /proc may give less at a time, so it is read until nothing.
+      if (count === 0 || (stats.size > 0 && count < wanted)) return buffer.toString("utf8", 0, length)
     }
   } catch {
     return undefined
