@@ -11,8 +11,8 @@ import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs"
 export const LARGE = Symbol("FileText.LARGE")
 
 /**
- * The text of the regular file at `path` (through links), read to its end (a file of /proc says size 0 and holds
- * more) if that is at most `max` bytes; LARGE past it; undefined for anything else, or where it cannot be read now.
+ * The text of the regular file at `path` (through links) if it is at most `max` bytes (a file of /proc, which says
+ * size 0, read to its end); LARGE past it; undefined for anything else, or where it cannot be read now.
  */
 export const read = (path: string, max: number): string | undefined | typeof LARGE => {
   let fd: number
@@ -25,7 +25,11 @@ export const read = (path: string, max: number): string | undefined | typeof LAR
     const stats = fstatSync(fd)
     if (!stats.isFile()) return undefined
     if (stats.size > max) return LARGE
-    let buffer = Buffer.allocUnsafe(Math.min(max + 1, Math.max(stats.size + 1, 4_096)))
+    // The size the file has now is what is read (as readFileSync reads it: what it grows by meanwhile is left,
+    // and changes its stamp), a short read asked again.
+    if (stats.size > 0) return filled(fd, Buffer.allocUnsafe(stats.size)).toString("utf8")
+    // A file of /proc says size 0 and holds more: read until nothing comes, the buffer grown as it fills.
+    let buffer = Buffer.allocUnsafe(Math.min(max + 1, 4_096))
     let length = 0
     for (;;) {
       if (length === buffer.length) {
@@ -34,15 +38,24 @@ export const read = (path: string, max: number): string | undefined | typeof LAR
         buffer.copy(grown, 0, 0, length)
         buffer = grown
       }
-      const wanted = buffer.length - length
-      const count = readSync(fd, buffer, length, wanted, null)
+      const count = readSync(fd, buffer, length, buffer.length - length, null)
+      if (count === 0) return buffer.toString("utf8", 0, length)
       length += count
-      // A regular file's short read is its end; one of /proc may give less at a time, so it is read until nothing.
-      if (count === 0 || (stats.size > 0 && count < wanted)) return buffer.toString("utf8", 0, length)
     }
   } catch {
     return undefined
   } finally {
     closeSync(fd)
   }
+}
+
+/** `buffer` filled from `fd`, or as much of it as the file holds (the part read). */
+const filled = (fd: number, buffer: Buffer): Buffer => {
+  let length = 0
+  while (length < buffer.length) {
+    const count = readSync(fd, buffer, length, buffer.length - length, null)
+    if (count === 0) return buffer.subarray(0, length)
+    length += count
+  }
+  return buffer
 }
