@@ -513,11 +513,15 @@ export const pathFolders = (home: string, path: string | undefined): ReadonlyArr
 
 /**
  * What the system runs for every user, as root too: its configuration (cron, login files, services, `ld.so.preload`,
- * apt's hooks), its boot files, its programs and libraries, and the users' crontabs. A change here is a person's,
- * where core may make one at all (run by root).
+ * apt's hooks), its boot files, its programs and libraries, the users' crontabs, and the kernel's own files, whose
+ * writes take effect at once (`/proc/sys/kernel/core_pattern` or `modprobe` name a program the kernel runs as root,
+ * `/sys/kernel/uevent_helper` too; a process's `/proc/<pid>/` entries change it). A change here is a person's, where
+ * core may make one at all (run by root).
  */
 export const SYSTEM_PLACES: ReadonlyArray<string> = [
   "/etc",
+  "/proc",
+  "/sys",
   "/boot",
   "/usr",
   "/bin",
@@ -769,5 +773,8 @@ export const change = (
     return `${real}, in ${other}, where another user's toolchains, shells and editors find programs and settings they run outside any sandbox`
   }
   const system = SYSTEM_PLACES.find((place) => at(place) && !own(place))
-  return system === undefined ? undefined : `${real}, in ${system}, which the system runs or reads for every user (its programs, services and login)`
+  if (system === undefined) return undefined
+  return system === "/proc" || system === "/sys"
+    ? `${real}, in ${system}, the kernel's own files: a write there changes the running system at once (some name programs the kernel runs as root)`
+    : `${real}, in ${system}, which the system runs or reads for every user (its programs, services and login)`
 }

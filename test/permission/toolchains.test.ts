@@ -207,6 +207,28 @@ describe("the user's programs and toolchains", () => {
       for (const folder of planted) rmSync(folder, { recursive: true, force: true })
     }
   }, 120_000)
+  // `/proc/sys/kernel/core_pattern` set to `|/path/prog` makes the kernel run that program as root at the next crash:
+  // with every rule allowing, a read and a write of it needed only the external_directory ask --yes gives.
+  test("the kernel's own files (/proc, /sys) are refused to file tools and lines, with every rule allowing", async () => {
+    const box = sandbox({ "core.json": ALLOW_EVERYWHERE })
+    // A process of the user's whose /proc entry a change would reach, harmless if the check failed: it renames a sleep.
+    const sleeper = Bun.spawn(["sleep", "120"], { stdin: "ignore", stdout: "ignore", stderr: "ignore" })
+    const comm = `/proc/${sleeper.pid}/comm`
+    try {
+      await refused(box, "edit", { filePath: comm, oldString: "sleep", newString: "pwned" }, "/proc")
+      await refused(box, "write", { filePath: "/proc/self/oom_score_adj", content: "-1000\n" }, "/proc")
+      // An oldString the file cannot hold, so that nothing is changed should the check fail.
+      await refused(box, "edit", { filePath: "/proc/sys/kernel/core_pattern", oldString: "core-test-no-such-text", newString: "|/tmp/pwned" }, "/proc")
+      await refused(box, "write", { filePath: "/sys/kernel/core-test-knob", content: "1\n" }, "/sys")
+      const line = await call(box, "bash", { command: `echo pwned > ${comm}` })
+      expect([line.status, line.error?.message.includes(PERSON)]).toEqual(["error", true])
+      expect(readFileSync(comm, "utf8")).toBe("sleep\n")
+      // Reading them is the read rules' to allow, as before.
+      expect((await call(box, "read", { filePath: comm })).status).toBe("success")
+    } finally {
+      sleeper.kill()
+    }
+  }, 120_000)
   // With `core.pager` at /srv/tools/pager.sh, a write there needed only the external_directory ask --yes gives, and
   // the user's next `git log` ran it; so did `diff.external`, a filter's `clean` and the rest git runs by path.
   test("a program the user's git config runs from outside the home, or as a diff, filter or helper, is refused to file tools and commands", async () => {
