@@ -47,6 +47,7 @@ const NUMBERS = {
     inotifyAddWatch: 254,
     inotifyRmWatch: 255,
     ppoll: 271,
+    pipe2: 293,
   },
   arm64: {
     capget: 90,
@@ -59,6 +60,7 @@ const NUMBERS = {
     inotifyAddWatch: 27,
     inotifyRmWatch: 28,
     ppoll: 73,
+    pipe2: 59,
   },
 } as const
 
@@ -206,6 +208,18 @@ export const dup2 = (from: number, to: number): number => {
   const lib = libc()
   if (lib === null) return 38
   return lib.dup2(from, to) === -1 ? errno(lib) : 0
+}
+
+/**
+ * A pipe (pipe2, close-on-exec): its read and write ends, or minus the errno. What a command gets as its stdout and
+ * stderr, rather than the socket Bun.spawn's "pipe" makes, which a program cannot open again by name
+ * (`echo x > /dev/stderr` fails with ENXIO).
+ */
+export const pipe = (): readonly [read: number, write: number] | number => {
+  if (numbers === undefined) return -38
+  const ends = new Int32Array(2)
+  const made = syscall(numbers.pipe2, address(new Uint8Array(ends.buffer)), O_CLOEXEC)
+  return made < 0 ? made : [ends[0]!, ends[1]!]
 }
 
 /**

@@ -11,6 +11,7 @@ import { availableParallelism } from "node:os"
 import { join } from "node:path"
 import { Landlock } from "./landlock"
 import { Native } from "./native"
+import { PipeEnd } from "./pipe-end"
 import { ProcessGroup } from "./process-group"
 import { Supervisor } from "./supervisor"
 
@@ -141,6 +142,9 @@ export interface Run {
 
 interface Spare {
   readonly process: Process_
+  /** What it and its command write: read by the run it is taken for. */
+  readonly stdout: ReadableStream<Uint8Array>
+  readonly stderr: ReadableStream<Uint8Array>
   readonly reports: Array<Supervisor.Report>
   listener: ((report: Supervisor.Report) => void) | undefined
   /** Resolves once it is up (or gone). */
@@ -337,19 +341,44 @@ export const canMount = (): boolean => isolation().length > 0 || Native.capable(
  */
 const dismiss = (entry: Spare) => entry.process.kill(entry.pid ? "SIGKILL" : "SIGHUP")
 
+/** A supervisor process, and what it and its command write to their stdout and stderr. */
+interface Spawned {
+  readonly process: Process_
+  readonly stdout: ReadableStream<Uint8Array>
+  readonly stderr: ReadableStream<Uint8Array>
+}
+
+/**
+ * A stdout and stderr for a supervisor and the command it runs: pipes, as a shell gives, so that a program opens
+ * them again by name (`> /dev/stderr`, `tee /dev/stdout`, `open("/dev/stdout")`), which the sockets of Bun.spawn's
+ * "pipe" refuse (ENXIO); those where no pipe can be made (no libc).
+ */
+const outputs = (): { readonly stdio: readonly [number, number] | readonly ["pipe", "pipe"]; readonly ends?: readonly [number, number] } => {
+  const out = Native.pipe()
+  if (typeof out === "number") return { stdio: ["pipe", "pipe"] }
+  const err = Native.pipe()
+  if (typeof err === "number") {
+    Native.close(out[0])
+    Native.close(out[1])
+    return { stdio: ["pipe", "pipe"] }
+  }
+  return { stdio: [out[1], err[1]], ends: [out[0], err[0]] }
+}
+
 /** Starts a supervisor process on `argv` (`inNamespace`: as the first process of a PID namespace of its own). */
 const spawnSupervisor = (
   argv: ReadonlyArray<string>,
   inNamespace: boolean,
   ipc: (message: Supervisor.Report) => void,
   rules?: number,
-): Process_ => {
+): Spawned => {
+  const output = outputs()
   const options = {
     // Not the workspace: from source, bun would read a bunfig.toml or .env found there.
     cwd: "/",
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
     // Core's ruleset for its ports as the supervisor's descriptor 3 (Supervisor.RULES), where there is one.
-    stdio: ["ignore", "pipe", "pipe", ...(rules === undefined ? [] : [rules])] as ["ignore", "pipe", "pipe", ...Array<number>],
+    stdio: ["ignore", ...output.stdio, ...(rules === undefined ? [] : [rules])] as unknown as ["ignore", "pipe", "pipe", ...Array<number>],
     // Its own session: a terminal's Ctrl-C reaches core, which decides.
     detached: true,
     // JSON: an order (the whole environment) and its reports go both ways sooner than as a structured clone, which
@@ -359,7 +388,15 @@ const spawnSupervisor = (
   }
   // In a PID namespace, the supervisor is its first process: the namespace ends with it, whatever it ran. The
   // arguments are made here, before the spawn: see Native.spawnInPidNamespace.
-  return inNamespace ? Native.spawnInPidNamespace([...argv], options).value : Bun.spawn([...argv], options)
+  let child: Process_
+  try {
+    child = inNamespace ? Native.spawnInPidNamespace([...argv], options).value : Bun.spawn([...argv], options)
+  } finally {
+    // The write ends are the supervisor's now (and its command's): core's copies would keep the pipes from ending.
+    if (output.ends !== undefined) for (const fd of output.stdio as readonly [number, number]) Native.close(fd)
+  }
+  if (output.ends === undefined) return { process: child, stdout: child.stdout, stderr: child.stderr }
+  return { process: child, stdout: PipeEnd.stream(output.ends[0]), stderr: PipeEnd.stream(output.ends[1]) }
 }
 
 /**
@@ -410,8 +447,8 @@ const runIn = (entry: Spare, order: Order, startTimeoutMs: number, onRunEnded: (
   }
   return {
     pid: child.pid,
-    stdout: child.stdout,
-    stderr: child.stderr,
+    stdout: entry.stdout,
+    stderr: entry.stderr,
     started,
     ended,
     marker,
@@ -470,6 +507,8 @@ export const pool = (
     const pid = pidOf(sandboxed)
     const entry: Spare = {
       process: undefined as never,
+      stdout: undefined as never,
+      stderr: undefined as never,
       reports: [],
       listener: undefined,
       ready,
@@ -481,7 +520,7 @@ export const pool = (
     const deny = ports ? [...ownPorts] : []
     const rules = rulesFor(deny)
     const argv = [...(isolate ? isolation() : []), ...launcher(isolate, deny, pid, sandboxed, cold, rules !== undefined)]
-    const child = spawnSupervisor(argv, pid, (message) => {
+    const spawned = spawnSupervisor(argv, pid, (message) => {
       if (message.kind === "ready") {
         // A spare's first message takes several tenths of a millisecond more to reach it than the next (the code
         // that reads one is cold): spent on this one, while it waits, not on the order.
@@ -497,7 +536,8 @@ export const pool = (
       if (entry.listener !== undefined) entry.listener(message)
       else entry.reports.push(message)
     }, rules)
-    ;(entry as { process: Process_ }).process = child
+    const child = spawned.process
+    Object.assign(entry, spawned)
     if (sandboxed && !cold && expected !== undefined) {
       try {
         child.send({ kind: "expect", grants: expected } satisfies Supervisor.Expect)

@@ -43,6 +43,16 @@ const filesUnder = (root: string): Array<string> =>
 const all = (run: Run): Array<string> => [run.stdout, run.stderr]
 
 describe("the sandbox on a developer's home", () => {
+  // Bun.spawn's "pipe" is a socket, which Linux will not open again by name: `echo x > /dev/stderr` failed with
+  // ENXIO ("No such device or address") in every command, as `tee /dev/stdout` and Python's open("/dev/stdout") did.
+  test("a command opens its stdout and stderr again by name (/dev/stdout, /dev/stderr, /dev/fd/1), in the sandbox and out of it", async () => {
+    const command = "echo out > /dev/stdout && echo err > /dev/stderr && echo both | tee /dev/stderr && echo fd > /dev/fd/1 && stat -L -c %F /proc/self/fd/2"
+    for (const sandbox_ of ["auto", "off"] as const) {
+      const box = sandbox({ "core.json": JSON.stringify({ permission: { "*": "allow" }, shell: { sandbox: sandbox_ } }) })
+      const { output } = await bash(box, command)
+      expect([sandbox_, output.exitCode, output.stdout, output.stderr]).toEqual([sandbox_, 0, "out\nboth\nfd\nfifo\n", "err\nboth\n"])
+    }
+  })
   test.skipIf(!LANDLOCK)(`git status, add, commit, log and diff work in a repository Location with the user's git config${needs}`, async () => {
     const box = sandbox({ "core.json": ALLOW_ALL, "a.txt": "one\n", "a.swp": "swap\n" })
     const { output } = await bash(
