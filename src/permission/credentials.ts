@@ -53,6 +53,11 @@ export const STORES: ReadonlyArray<string> = [
   ".config/op",
   ".claude/.credentials.json",
   ".codex/auth.json",
+  // other agents' and assistants' sign-ins: Gemini CLI, OpenCode's provider keys, GitHub Copilot's tokens
+  ".gemini/oauth_creds.json",
+  ".gemini/google_accounts.json",
+  ".local/share/opencode/auth.json",
+  ".config/github-copilot",
   // cloud, hosting and registry CLIs
   ".oci",
   ".ovh.conf",
@@ -75,6 +80,14 @@ export const STORES: ReadonlyArray<string> = [
   ".vercel",
   ".supabase",
   ".cloudflared",
+  // podman's, buildah's and skopeo's registry logins (containers-auth.json(5)), and more CLIs' tokens and keys
+  ".config/containers/auth.json",
+  ".kaggle",
+  ".pulumi/credentials.json",
+  ".config/ngrok",
+  ".ngrok2",
+  ".minikube",
+  ".dbt/profiles.yml",
   ".nuget/NuGet/NuGet.Config",
   ".composer/auth.json",
   ".config/composer/auth.json",

@@ -50,6 +50,11 @@ const STORES = [
   ".config/pip/pip.conf",
   ".nvm/versions/node/v22.11.0/etc/npmrc",
   ".cargo/env",
+  ".config/containers/auth.json",
+  ".gemini/oauth_creds.json",
+  ".local/share/opencode/auth.json",
+  ".config/github-copilot/apps.json",
+  ".kaggle/kaggle.json",
 ] as const
 
 /** The bin directories put first on PATH, each with one program. */
