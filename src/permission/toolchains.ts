@@ -534,6 +534,15 @@ export const SYSTEM_PLACES: ReadonlyArray<string> = [
   // the package managers' own scripts, run as root at the next install or upgrade
   "/var/lib/dpkg",
   "/var/lib/rpm",
+  // what systemd, udev and kmod read from /run as they do from /etc: units and their drop-ins (`ExecStartPre=`), udev
+  // rules (`RUN+=`), modprobe's `install` commands, tmpfiles, sysctl and binfmt entries, all run or applied as root
+  "/run/systemd",
+  "/run/udev",
+  "/run/modprobe.d",
+  "/run/modules-load.d",
+  "/run/tmpfiles.d",
+  "/run/sysctl.d",
+  "/run/binfmt.d",
 ]
 
 /**

@@ -196,10 +196,17 @@ describe("the user's programs and toolchains", () => {
     await refused(box, "write", { filePath: join(home, "scripts/pager.sh"), content: "#!/bin/sh\ntouch /tmp/pwned\n" }, join(home, "scripts/pager.sh"))
     await refused(box, "write", { filePath: join(home, ".git-templates/hooks/post-checkout"), content: "#!/bin/sh\n" }, join(home, ".git-templates"))
     // Folders no system has, so that nothing is planted should the check fail.
-    const planted = ["/etc/core-test-cron.d", "/usr/local/core-test-bin", "/var/lib/dpkg/core-test-info"]
+    const planted = [
+      "/etc/core-test-cron.d",
+      "/usr/local/core-test-bin",
+      "/var/lib/dpkg/core-test-info",
+      "/run/systemd/core-test-system",
+      "/run/udev/core-test-rules.d",
+      "/run/modprobe.d/core-test",
+    ]
     try {
       for (const folder of planted) {
-        const place = folder.startsWith("/var/") ? "/var/lib/dpkg" : folder.split("/").slice(0, 2).join("/")
+        const place = folder.startsWith("/var/") ? "/var/lib/dpkg" : folder.split("/").slice(0, folder.startsWith("/run/") ? 3 : 2).join("/")
         await refused(box, "write", { filePath: join(folder, "job"), content: "* * * * * root touch /tmp/pwned\n" }, place)
       }
       for (const folder of planted) expect([folder, existsSync(folder)]).toEqual([folder, false])
