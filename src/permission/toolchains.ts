@@ -80,6 +80,7 @@ export const RUNS: ReadonlyArray<string> = [
   ".zplug",
   ".config/direnv",
   ".local/share/direnv",
+  ".direnvrc",
   ".config/starship.toml",
   ".config/mise",
   ".config/husky",
@@ -157,6 +158,8 @@ export const RUNS: ReadonlyArray<string> = [
   ".antrc",
   ".huskyrc",
   ".asdf",
+  // podman's and buildah's settings, which name the programs they run (`runtime`, `conmon_path`, `hooks_dir`)
+  ".config/containers",
 ]
 
 /** How deep git's includes are followed (git itself stops at 10). */

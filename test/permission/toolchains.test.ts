@@ -122,6 +122,8 @@ describe("the user's programs and toolchains", () => {
       [join(home, ".bashrc.d/zz.sh"), join(home, ".bashrc.d")],
       [join(home, ".local/share/direnv/allow/0123abcd"), join(home, ".local")],
       [join(home, ".config/nvim/init.lua"), join(home, ".config/nvim")],
+      [join(home, ".direnvrc"), join(home, ".direnvrc")],
+      [join(home, ".config/containers/containers.conf"), join(home, ".config/containers")],
     ]
     for (const [filePath, place] of cases) await refused(box, "write", { filePath, content: "x\n" }, place)
     await refused(box, "edit", { filePath: join(home, "scripts/tool"), oldString: "echo tool", newString: "echo PWNED" }, join(home, "scripts"))
