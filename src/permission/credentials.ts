@@ -88,6 +88,8 @@ export const STORES: ReadonlyArray<string> = [
   ".ngrok2",
   ".minikube",
   ".dbt/profiles.yml",
+  // Subversion's saved logins (passwords in plain text where no keyring holds them)
+  ".subversion/auth",
   ".nuget/NuGet/NuGet.Config",
   ".composer/auth.json",
   ".config/composer/auth.json",

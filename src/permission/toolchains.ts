@@ -160,6 +160,44 @@ export const RUNS: ReadonlyArray<string> = [
   ".asdf",
   // podman's and buildah's settings, which name the programs they run (`runtime`, `conmon_path`, `hooks_dir`)
   ".config/containers",
+  // more shells' startup files, and what other version-control and developer tools run as they start: Mercurial's
+  // `[hooks]` and `[extensions]`, Subversion's `diff-cmd`, gitk's Tcl, npm init's script, Vagrant's Ruby, Ansible's
+  // plugins and collections, sbt's and ivy's jars, a JetBrains IDE's `.vmoptions` (`-javaagent:`), Jupyter's kernels
+  ".config/nushell",
+  ".config/powershell",
+  ".config/xonsh",
+  ".xonshrc",
+  ".config/elvish",
+  ".elvish",
+  ".hgrc",
+  ".config/hg",
+  ".subversion",
+  ".gitk",
+  ".npm-init.js",
+  ".vagrant.d",
+  ".ansible.cfg",
+  ".ansible",
+  ".ivy2",
+  ".config/JetBrains",
+  ".local/share/jupyter",
+  ".conda",
+  // REPLs and programs that run a file of commands as they start
+  ".perldb",
+  ".octaverc",
+  ".gnuplot",
+  ".muttrc",
+  ".mutt",
+  // what a window manager or desktop runs as the session starts (`exec` lines, autostart scripts, extensions)
+  ".config/i3",
+  ".config/sway",
+  ".config/hypr",
+  ".config/openbox",
+  ".config/awesome",
+  ".config/bspwm",
+  ".config/qtile",
+  ".xmonad",
+  ".xbindkeysrc",
+  ".local/share/gnome-shell/extensions",
 ]
 
 /** How deep git's includes are followed (git itself stops at 10). */

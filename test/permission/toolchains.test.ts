@@ -124,6 +124,14 @@ describe("the user's programs and toolchains", () => {
       [join(home, ".config/nvim/init.lua"), join(home, ".config/nvim")],
       [join(home, ".direnvrc"), join(home, ".direnvrc")],
       [join(home, ".config/containers/containers.conf"), join(home, ".config/containers")],
+      [join(home, ".hgrc"), join(home, ".hgrc")],
+      [join(home, ".subversion/config"), join(home, ".subversion")],
+      [join(home, ".vagrant.d/Vagrantfile"), join(home, ".vagrant.d")],
+      [join(home, ".ansible.cfg"), join(home, ".ansible.cfg")],
+      [join(home, ".npm-init.js"), join(home, ".npm-init.js")],
+      [join(home, ".config/JetBrains/IntelliJIdea2025.2/idea64.vmoptions"), join(home, ".config/JetBrains")],
+      [join(home, ".config/i3/config"), join(home, ".config/i3")],
+      [join(home, ".config/nushell/config.nu"), join(home, ".config/nushell")],
     ]
     for (const [filePath, place] of cases) await refused(box, "write", { filePath, content: "x\n" }, place)
     await refused(box, "edit", { filePath: join(home, "scripts/tool"), oldString: "echo tool", newString: "echo PWNED" }, join(home, "scripts"))

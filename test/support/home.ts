@@ -55,6 +55,7 @@ const STORES = [
   ".local/share/opencode/auth.json",
   ".config/github-copilot/apps.json",
   ".kaggle/kaggle.json",
+  ".subversion/auth/svn.simple/5f1e0c2b",
 ] as const
 
 /** The bin directories put first on PATH, each with one program. */
