@@ -572,9 +572,15 @@ export const SYSTEM_PLACES: ReadonlyArray<string> = [
   "/lib64",
   "/libx32",
   "/var/spool/cron",
-  // the package managers' own scripts, run as root at the next install or upgrade
+  "/var/spool/at",
+  // the package managers' own scripts, run as root at the next install or upgrade, and apt's package lists and
+  // downloads, which it trusts once fetched (a list's checksum and a .deb beside it are installed as root)
   "/var/lib/dpkg",
   "/var/lib/rpm",
+  "/var/lib/apt",
+  "/var/cache/apt",
+  // polkit's local authority, which grants root's actions to users
+  "/var/lib/polkit-1",
   // what systemd, udev and kmod read from /run as they do from /etc: units and their drop-ins (`ExecStartPre=`), udev
   // rules (`RUN+=`), modprobe's `install` commands, tmpfiles, sysctl and binfmt entries, all run or applied as root
   "/run/systemd",

@@ -213,10 +213,11 @@ describe("the user's programs and toolchains", () => {
       "/run/systemd/core-test-system",
       "/run/udev/core-test-rules.d",
       "/run/modprobe.d/core-test",
+      "/var/lib/apt/core-test-lists",
     ]
     try {
       for (const folder of planted) {
-        const place = folder.startsWith("/var/") ? "/var/lib/dpkg" : folder.split("/").slice(0, folder.startsWith("/run/") ? 3 : 2).join("/")
+        const place = folder.split("/").slice(0, folder.startsWith("/var/") ? 4 : folder.startsWith("/run/") ? 3 : 2).join("/")
         await refused(box, "write", { filePath: join(folder, "job"), content: "* * * * * root touch /tmp/pwned\n" }, place)
       }
       for (const folder of planted) expect([folder, existsSync(folder)]).toEqual([folder, false])
