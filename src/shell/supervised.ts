@@ -391,6 +391,10 @@ const spawnSupervisor = (
   let child: Process_
   try {
     child = inNamespace ? Native.spawnInPidNamespace([...argv], options).value : Bun.spawn([...argv], options)
+  } catch (cause) {
+    // Not started: nobody will read the pipes.
+    if (output.ends !== undefined) for (const fd of output.ends) Native.close(fd)
+    throw cause
   } finally {
     // The write ends are the supervisor's now (and its command's): core's copies would keep the pipes from ending.
     if (output.ends !== undefined) for (const fd of output.stdio as readonly [number, number]) Native.close(fd)
