@@ -44,7 +44,7 @@ export class SpawnFailure {
 interface Child {
   /** The server's own pid, which is also its process group's. */
   readonly pid: number
-  readonly stdin: Bun.FileSink
+  readonly stdin: Supervised.Server["stdin"]
   readonly stdout: ReadableStream<Uint8Array>
   readonly stderr: ReadableStream<Uint8Array>
   /** How the server ended: its exit code or signal. */
@@ -201,7 +201,8 @@ export class Process implements Transport {
 
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed || this.exit !== undefined) throw new Error("the server process has ended")
-    this.child.stdin.write(`${JSON.stringify(message)}\n`)
+    const wrote = this.child.stdin.write(`${JSON.stringify(message)}\n`)
+    if (typeof wrote !== "number") await wrote
     // A promise only when the pipe is full: waiting then keeps a slow server from being flooded.
     const flushed = this.child.stdin.flush()
     if (typeof flushed !== "number") await flushed

@@ -1,19 +1,25 @@
 export * as PipeEnd from "./pipe-end"
 
-// The read end of a pipe (Native.pipe) as a stream of what its writers wrote: read through Bun's file reader, which
-// waits for a pipe without holding the thread, and closed once read to its end, failed, or cancelled. Bun closes
-// no descriptor it did not open. A stream never read is closed once it is collected.
+// The ends of a pipe (Native.pipe) that core keeps. A read end is a stream of what its writers wrote: read through
+// Bun's file reader, which waits for a pipe without holding the thread, and closed once read to its end, failed, or
+// cancelled; one never read is closed once it is collected. A write end is written through Bun's file writer, which
+// waits for a full pipe without holding the thread, and closed once ended and what was written has gone (or cannot
+// go: every reader is gone). Bun's reader and writer work on copies of the descriptor, which they close as they end;
+// the descriptor itself is core's to close.
 
 import { Native } from "./native"
 
-interface State {
+interface Held {
   readonly fd: number
-  /** Whether Bun's reader was made: from then on, only its end or a cancel closes the descriptor. */
-  read: boolean
   open: boolean
 }
 
-const close = (state: State) => {
+interface State extends Held {
+  /** Whether Bun's reader was made: from then on, only its end or a cancel closes the descriptor. */
+  read: boolean
+}
+
+const close = (state: Held) => {
   if (!state.open) return
   state.open = false
   Native.close(state.fd)
@@ -58,4 +64,40 @@ export const stream = (fd: number): ReadableStream<Uint8Array> => {
   )
   unread.register(outer, state)
   return outer
+}
+
+/** What core writes to a pipe: Bun's file writer's `write` and `flush`, and an `end` that lets the pipe go. */
+export interface Sink {
+  /** Queues `chunk` (a promise when Bun writes it at once and must wait for room). */
+  readonly write: (chunk: string | Uint8Array) => number | Promise<number>
+  /** Writes what is queued: a number when it all went at once, else a promise, which fails once no reader is left. */
+  readonly flush: () => number | Promise<number>
+  /** Ends the writing: the descriptor is closed once what was queued has gone or cannot go. Ending again does nothing. */
+  readonly end: () => void
+}
+
+/** The write end `fd` as a Sink; the sink owns it from now on. */
+export const sink = (fd: number): Sink => {
+  const state: Held = { fd, open: true }
+  const writer = Bun.file(fd).writer()
+  let ended = false
+  return {
+    write: (chunk) => writer.write(chunk),
+    flush: () => writer.flush(),
+    end: () => {
+      if (ended) return
+      ended = true
+      // Not before the writer is done with it: were Bun ever to write through this descriptor itself, one closed
+      // under a pending write could be a new file's by the time the write is made.
+      let done: number | Promise<number>
+      try {
+        done = writer.end()
+      } catch {
+        close(state)
+        return
+      }
+      if (typeof done === "number") close(state)
+      else void done.then(() => close(state), () => close(state))
+    },
+  }
 }

@@ -346,39 +346,61 @@ interface Spawned {
   readonly process: Process_
   readonly stdout: ReadableStream<Uint8Array>
   readonly stderr: ReadableStream<Uint8Array>
+  /** What core writes to the supervisor's stdin, when it has one from core. */
+  readonly stdin?: PipeEnd.Sink
+}
+
+/** Both ends of a pipe, or undefined where none can be made (no libc). */
+const pipe = (): readonly [read: number, write: number] | undefined => {
+  const made = Native.pipe()
+  return typeof made === "number" ? undefined : made
 }
 
 /**
- * A stdout and stderr for a supervisor and the command it runs: pipes, as a shell gives, so that a program opens
- * them again by name (`> /dev/stderr`, `tee /dev/stdout`, `open("/dev/stdout")`), which the sockets of Bun.spawn's
- * "pipe" refuse (ENXIO); those where no pipe can be made (no libc).
+ * A stdout and stderr for a supervisor and the command it runs (and a stdin from core, for a server): pipes, as a
+ * shell gives, so that a program opens them again by name (`> /dev/stderr`, `tee /dev/stdout`, `open("/dev/stdout")`,
+ * `< /dev/stdin`), which the sockets of Bun.spawn's "pipe" refuse (ENXIO); those where no pipe can be made (no libc).
+ * `given` are the ends the supervisor gets, `kept` core's; core's copies of `given` are closed once it is spawned.
  */
-const outputs = (): { readonly stdio: readonly [number, number] | readonly ["pipe", "pipe"]; readonly ends?: readonly [number, number] } => {
-  const out = Native.pipe()
-  if (typeof out === "number") return { stdio: ["pipe", "pipe"] }
-  const err = Native.pipe()
-  if (typeof err === "number") {
-    Native.close(out[0])
-    Native.close(out[1])
-    return { stdio: ["pipe", "pipe"] }
+const standard = (input: boolean) => {
+  const ends: Array<readonly [number, number]> = []
+  for (let count = input ? 3 : 2; count > 0; count--) {
+    const made = pipe()
+    if (made === undefined) {
+      for (const [read, write] of ends) {
+        Native.close(read)
+        Native.close(write)
+      }
+      return { stdio: [input ? "pipe" : "ignore", "pipe", "pipe"] as const, given: [], kept: undefined }
+    }
+    ends.push(made)
   }
-  return { stdio: [out[1], err[1]], ends: [out[0], err[0]] }
+  const [out, err, into] = ends as [readonly [number, number], readonly [number, number], (readonly [number, number])?]
+  return {
+    stdio: [into === undefined ? "ignore" : into[0], out[1], err[1]] as const,
+    given: [out[1], err[1], ...(into === undefined ? [] : [into[0]])],
+    kept: { stdout: out[0], stderr: err[0], stdin: into?.[1] },
+  }
 }
 
-/** Starts a supervisor process on `argv` (`inNamespace`: as the first process of a PID namespace of its own). */
+/**
+ * Starts a supervisor process on `argv` (`inNamespace`: as the first process of a PID namespace of its own; `input`:
+ * with a stdin core writes to, for a server).
+ */
 const spawnSupervisor = (
   argv: ReadonlyArray<string>,
   inNamespace: boolean,
   ipc: (message: Supervisor.Report) => void,
   rules?: number,
+  input = false,
 ): Spawned => {
-  const output = outputs()
+  const output = standard(input)
   const options = {
     // Not the workspace: from source, bun would read a bunfig.toml or .env found there.
     cwd: "/",
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
     // Core's ruleset for its ports as the supervisor's descriptor 3 (Supervisor.RULES), where there is one.
-    stdio: ["ignore", ...output.stdio, ...(rules === undefined ? [] : [rules])] as unknown as ["ignore", "pipe", "pipe", ...Array<number>],
+    stdio: [...output.stdio, ...(rules === undefined ? [] : [rules])] as unknown as ["ignore", "pipe", "pipe", ...Array<number>],
     // Its own session: a terminal's Ctrl-C reaches core, which decides.
     detached: true,
     // JSON: an order (the whole environment) and its reports go both ways sooner than as a structured clone, which
@@ -392,15 +414,26 @@ const spawnSupervisor = (
   try {
     child = inNamespace ? Native.spawnInPidNamespace([...argv], options).value : Bun.spawn([...argv], options)
   } catch (cause) {
-    // Not started: nobody will read the pipes.
-    if (output.ends !== undefined) for (const fd of output.ends) Native.close(fd)
+    // Not started: nobody will read or write the pipes.
+    if (output.kept !== undefined) {
+      for (const fd of [output.kept.stdout, output.kept.stderr, output.kept.stdin]) if (fd !== undefined) Native.close(fd)
+    }
     throw cause
   } finally {
-    // The write ends are the supervisor's now (and its command's): core's copies would keep the pipes from ending.
-    if (output.ends !== undefined) for (const fd of output.stdio as readonly [number, number]) Native.close(fd)
+    // The supervisor's ends are its own now (and its command's): core's copies would keep the pipes from ending.
+    for (const fd of output.given) Native.close(fd)
   }
-  if (output.ends === undefined) return { process: child, stdout: child.stdout, stderr: child.stderr }
-  return { process: child, stdout: PipeEnd.stream(output.ends[0]), stderr: PipeEnd.stream(output.ends[1]) }
+  const kept = output.kept
+  if (kept === undefined) {
+    const stdin = input ? (child.stdin as unknown as Bun.FileSink) : undefined
+    return { process: child, stdout: child.stdout, stderr: child.stderr, ...(stdin === undefined ? {} : { stdin }) }
+  }
+  return {
+    process: child,
+    stdout: PipeEnd.stream(kept.stdout),
+    stderr: PipeEnd.stream(kept.stderr),
+    ...(kept.stdin === undefined ? {} : { stdin: PipeEnd.sink(kept.stdin) }),
+  }
 }
 
 /**
@@ -649,7 +682,8 @@ export const pool = (
 export interface Server {
   /** The supervisor's pid. */
   readonly supervisor: number
-  readonly stdin: Bun.FileSink
+  /** Ended by whoever is done writing; ended anyway once the supervisor is gone. */
+  readonly stdin: PipeEnd.Sink
   readonly stdout: ReadableStream<Uint8Array>
   readonly stderr: ReadableStream<Uint8Array>
   /** How starting the command went. */
@@ -662,38 +696,37 @@ export interface Server {
 
 /**
  * Starts `order` under a new supervisor whose stdin stays a pipe from core, so the command reads what core writes
- * for as long as it runs; it dies with core, like every supervised command.
+ * for as long as it runs; it dies with core, like every supervised command. Its stdin, stdout and stderr are pipes,
+ * as a shell gives (a server started by a script that writes `> /dev/stderr` starts).
  */
 export const server = (order: Omit<Supervisor.Order, "kind" | "stdin" | "stdinPipe">): Server => {
   let onStarted: (report: Awaited<Server["started"]>) => void = () => {}
   let onEnded: (report: Awaited<Server["ended"]>) => void = () => {}
   const started = new Promise<Awaited<Server["started"]>>((resolve) => (onStarted = resolve))
   const ended = new Promise<Awaited<Server["ended"]>>((resolve) => (onEnded = resolve))
-  const child = Bun.spawn([...launcher(false, [], false, false, true)], {
-    cwd: "/",
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
-    stdin: "pipe",
-    stdout: "pipe",
-    stderr: "pipe",
-    detached: true,
-    serialization: "json",
-    ipc: (report: Supervisor.Report) => {
-      if (report.kind === "ended") onEnded(report)
-      else if (report.kind !== "ready") onStarted(report)
-    },
-  })
+  const spawned = spawnSupervisor(launcher(false, [], false, false, true), false, (report) => {
+    if (report.kind === "ended") onEnded(report)
+    else if (report.kind !== "ready") onStarted(report)
+  }, undefined, true)
+  const child = spawned.process
+  const stdin = spawned.stdin!
   ProcessGroup.trackSupervisor(child.pid)
   void child.exited.then(() => {
     ProcessGroup.untrackSupervisor(child.pid)
+    try {
+      stdin.end()
+    } catch {
+      // Bun's own sink (where no pipe could be made), ended already
+    }
     onStarted({ kind: "failed", message: `The server's supervisor exited (${child.signalCode ?? child.exitCode}) before starting it` })
     onEnded(undefined)
   })
   child.send({ ...order, kind: "run", stdinPipe: true } satisfies Supervisor.Order)
   return {
     supervisor: child.pid,
-    stdin: child.stdin,
-    stdout: child.stdout,
-    stderr: child.stderr,
+    stdin,
+    stdout: spawned.stdout,
+    stderr: spawned.stderr,
     started,
     ended,
     stop: async () => {

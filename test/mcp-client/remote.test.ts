@@ -3,7 +3,7 @@
 // tools named <server>_<tool> that settle through the normal pipeline: asked by default, bounded, recorded.
 
 import { describe, expect, test } from "bun:test"
-import { readFileSync, writeFileSync } from "node:fs"
+import { chmodSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Deferred from "effect/Deferred"
 import * as Context from "effect/Context"
@@ -561,6 +561,41 @@ describe("core as an MCP client: results and failures", () => {
     expect(textOf(result.secret.settlement)).toBe("(unset)")
     expect(alive(result.pid)).toBe(false)
   }, 30_000)
+
+  // A server's stdio were Bun's socket pairs, which a program cannot open again by name (ENXIO): a launcher script
+  // under `set -e` that wrote `> /dev/stderr` died before starting the server.
+  test("a server started by a script that opens its stdin, stdout and stderr by name runs; its pipes are let go with it", async () => {
+    const directory = tempDir("core-remote-script-")
+    const script = join(directory, "serve.sh")
+    writeFileSync(
+      script,
+      `#!/bin/sh\nset -e\necho "starting the fixture" > /dev/stderr\nexec "${BUN}" "${FIXTURE}" serve < /dev/stdin > /dev/stdout\n`,
+    )
+    chmodSync(script, 0o755)
+    const descriptors = () => readdirSync("/proc/self/fd").length
+    const run = () =>
+      withLocation({ mcp: { fix: { command: [script] } }, permission: { "fix_*": "allow" } }, () =>
+        Effect.gen(function* () {
+          const echoed = yield* settle(yield* turn, "fix_echo", { text: "by name" })
+          const crashed = yield* settle(yield* turn, "fix_crash", {})
+          return { echoed, crashed }
+        }),
+      )
+    const first = await run()
+    expect(first.echoed.settlement.status).toBe("success")
+    expect(textOf(first.echoed.settlement)).toBe("echo: by name")
+    // What the script and the server wrote on stderr reaches the failure that says how it ended.
+    expect(first.crashed.settlement.error?.message).toContain("exited with code 7: starting the fixture\nfixture: crashing on purpose")
+    const before = descriptors()
+    for (let round = 0; round < 3; round++) await run()
+    // Each server's pipes (three ends core keeps, and Bun's copies of them) are closed once it is gone.
+    let after = descriptors()
+    for (let wait = 0; wait < 50 && after > before; wait++) {
+      await Bun.sleep(20)
+      after = descriptors()
+    }
+    expect(after).toBeLessThanOrEqual(before)
+  }, 60_000)
 
   // A server that says its list changed after every listing kept core listing it as fast as it could (a core's
   // worth of processor), each listing making every turn stale.
