@@ -10,6 +10,7 @@ export * as HtmlConverter from "./html-converter"
 
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
+import { OwnExecutable } from "../shell/own-executable"
 import type { HtmlConvert } from "./html-convert"
 import { LAUNCH } from "./html-launch"
 import type { WebPage } from "./web-page"
@@ -70,9 +71,6 @@ export interface Order {
 }
 
 const CANCELLED: Outcome = { kind: "failed", message: "cancelled" }
-
-/** Whether this process is the compiled executable (its modules live in Bun's embedded file system). */
-const compiled = (): boolean => import.meta.path.startsWith("/$bunfs/")
 
 interface Converter {
   readonly process: Bun.Subprocess
@@ -142,7 +140,7 @@ const makeRoom = (party: string): boolean => {
 
 const started = (): Converter => {
   const converter: Converter = { process: undefined as never, answer: undefined }
-  const child = Bun.spawn(compiled() ? [process.execPath, LAUNCH] : [process.execPath, join(import.meta.dir, "html-launch.ts"), LAUNCH], {
+  const child = Bun.spawn([...OwnExecutable.argv(join(import.meta.dir, "html-launch.ts")), LAUNCH], {
     // Nothing of core's environment (its secrets) reaches it: it converts text.
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
     stdin: "ignore",

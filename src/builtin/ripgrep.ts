@@ -13,6 +13,7 @@ import { chmodSync, linkSync, lstatSync, mkdirSync, realpathSync, renameSync, rm
 import { homedir } from "node:os"
 import { basename, dirname, join, resolve } from "node:path"
 import * as Effect from "effect/Effect"
+import { OwnExecutable } from "../shell/own-executable"
 import { Shell } from "../shell/shell"
 import { SearchProcess } from "./search-process"
 
@@ -48,9 +49,6 @@ export const DEFAULT_IGNORED_DIRECTORIES: ReadonlyArray<string> = [
   ".idea",
   "coverage",
 ]
-
-/** Whether this process is the compiled executable (its modules live in Bun's embedded file system). */
-const compiled = (): boolean => import.meta.path.startsWith("/$bunfs/")
 
 /** Where core keeps its data (DESIGN §9): extracted executables go under `bin/` there. */
 const dataDirectory = (): string => resolve(process.env.CORE_DATA_DIR || join(homedir(), ".local/share/core"))
@@ -95,7 +93,7 @@ export const extract = async (embedded: string, directory: string): Promise<stri
 }
 
 const locate = async (): Promise<string> => {
-  if (!compiled()) return (await import("@vscode/ripgrep")).rgPath
+  if (!OwnExecutable.compiled()) return (await import("@vscode/ripgrep")).rgPath
   // The build embeds this file (a literal specifier, so bun build sees it); only the compiled binary loads it.
   // @ts-expect-error: a `type: "file"` import answers the file's path, which TypeScript cannot know.
   const embedded: { readonly default: string } = await import("@vscode/ripgrep-linux-x64/bin/rg", { with: { type: "file" } })

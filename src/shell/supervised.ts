@@ -11,6 +11,7 @@ import { availableParallelism } from "node:os"
 import { join } from "node:path"
 import { Landlock } from "./landlock"
 import { Native } from "./native"
+import { OwnExecutable } from "./own-executable"
 import { PipeEnd } from "./pipe-end"
 import { ProcessGroup } from "./process-group"
 import { Supervisor } from "./supervisor"
@@ -66,14 +67,11 @@ const admit = (signal: AbortSignal | undefined): Promise<() => void> =>
     )
   })
 
-/** Whether this process is the compiled executable (its modules live in Bun's embedded file system). */
-const compiled = (): boolean => import.meta.path.startsWith("/$bunfs/")
-
 /** How core starts a supervisor: itself, as a launcher; from source, bun on the supervisor's file. */
 const launcher = (isolate: boolean, deny: ReadonlyArray<number>, pid = false, sandboxed = false, cold = false, rules = false): ReadonlyArray<string> => [
-  ...(compiled()
-    ? [process.execPath, Supervisor.LAUNCH, String(process.pid)]
-    : [process.execPath, join(import.meta.dir, "launch.ts"), Supervisor.LAUNCH, String(process.pid)]),
+  ...OwnExecutable.argv(join(import.meta.dir, "launch.ts")),
+  Supervisor.LAUNCH,
+  String(process.pid),
   ...(isolate ? [Supervisor.ISOLATE] : []),
   ...(pid ? [Supervisor.PID] : []),
   ...(sandboxed ? [Supervisor.SANDBOX] : []),
@@ -115,7 +113,7 @@ const rulesFor = (deny: ReadonlyArray<number>): number | undefined => {
  * Whether a supervisor can be started from here: always from the compiled core; from source when the supervisor's
  * file is beside this one (not when this module was bundled elsewhere, as in the tool authors' testing kit).
  */
-export const launchable = (): boolean => compiled() || existsSync(join(import.meta.dir, "launch.ts"))
+export const launchable = (): boolean => OwnExecutable.compiled() || existsSync(join(import.meta.dir, "launch.ts"))
 
 type Process_ = Bun.Subprocess<"ignore", "pipe", "pipe">
 

@@ -17,6 +17,7 @@ import { join } from "node:path"
 import { Landlock } from "./landlock"
 import { Namespace } from "./namespace"
 import { Native } from "./native"
+import { OwnExecutable } from "./own-executable"
 import { ProcessGroup } from "./process-group"
 import { Starter } from "./starter"
 
@@ -451,9 +452,6 @@ interface Starting {
   readonly closed: () => boolean
 }
 
-/** Whether this process is the compiled executable (its modules live in Bun's embedded file system). */
-const compiled = (): boolean => import.meta.path.startsWith("/$bunfs/")
-
 /**
  * Starts a starter for this supervisor, in a session of its own (the command's), with the supervisor's stdout and
  * stderr (the command's output) and `stdin`: the supervisor's own, for a server's pipe, or /dev/null.
@@ -467,7 +465,7 @@ const startStarter = (flags: Starter.Flags, stdin: "inherit" | "ignore"): Starti
   let closed = false
   const process_ = Bun.spawn(
     [
-      ...(compiled() ? [process.execPath] : [process.execPath, join(import.meta.dir, "launch.ts")]),
+      ...OwnExecutable.argv(join(import.meta.dir, "launch.ts")),
       Starter.LAUNCH,
       String(process.pid),
       ...Starter.argv(flags),

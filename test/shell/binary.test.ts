@@ -1,10 +1,14 @@
 // The bash built-in through the compiled `core` binary: the embedded tree-sitter WebAssembly loads, and SIGINT to
-// `core exec bash` cancels the call (exit 130) and leaves no process of the command behind.
+// `core exec bash` cancels the call (exit 130) and leaves no process of the command behind. Core's own executable
+// replaced under a running core is never what starts its commands' supervisors.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, readdirSync, readFileSync, realpathSync } from "node:fs"
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync } from "node:fs"
 import { join } from "node:path"
 import { ProcessGroup } from "../../src/shell/process-group"
+import { binary } from "../support/binary"
+import { tempDir } from "../support/temp"
+import { webServer } from "../support/web-server"
 import { core, exec, sandbox, settlementOf, start } from "../cli/fixture"
 import { alive, DETACHING, hostPids, pidsIn, running as runs } from "./processes"
 
@@ -157,4 +161,69 @@ describe("core exec bash", () => {
     expect(stdout).toContain('"url"')
     expect(stderr.match(/shell sandbox is off/g)).toHaveLength(1)
   })
+})
+
+// Core's executable may lie in a Location (a project that builds or vendors core). Helpers were started by its path:
+// a command that renamed another file onto it had that file run, outside the sandbox, as the supervisor of the
+// next command (a marker written where no command may write proved it).
+describe("core's own executable in its Location", () => {
+  test("renamed over by a command under a running core serve, it is not what runs next: commands stay supervised and sandboxed", async () => {
+    const web = webServer()
+    const box = sandbox({ "core.json": JSON.stringify({ permission: { "*": "allow", webfetch: { "http://127.0.0.1:*": "allow" } } }) })
+    const own = join(box.location, "bin", "core")
+    mkdirSync(join(box.location, "bin"))
+    copyFileSync(await binary(), own)
+    chmodSync(own, 0o755)
+    const outside = tempDir("core-escape-")
+    const marker = join(outside, "ran-outside-the-sandbox")
+    const serve = Bun.spawn([own, "serve", "--location", box.location, "--port", "0"], {
+      env: { ...process.env, ...box.env },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    const log = new Response(serve.stderr).text()
+    try {
+      const ready = await serve.stdout.getReader().read()
+      const { url, token } = JSON.parse(new TextDecoder().decode(ready.value)) as { url: string; token: string }
+      const post = async (path: string, body: unknown) =>
+        (await fetch(`${url}${path}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify(body),
+        }).then((response) => response.json())) as Record<string, unknown>
+      const { turnID } = (await post("/v1/turns", {})) as { turnID: string }
+      const bash = (id: string, command: string) =>
+        post(`/v1/turns/${turnID}/calls`, { sessionID: "s", assistantMessageID: "m", toolCallID: id, name: "bash", input: { command } })
+      const replaced = await bash(
+        "replace",
+        `printf '#!/bin/sh\\necho ran > ${marker}\\n' > p.sh && chmod +x p.sh && mv p.sh bin/core && head -c 9 bin/core`,
+      )
+      expect(replaced.status).toBe("success")
+      expect((replaced.structured as { stdout: string }).stdout).toBe("#!/bin/sh")
+      // Time for the spare supervisor readied after that call to start: from the file now at the path, if any.
+      await Bun.sleep(1_500)
+      for (const id of ["after-1", "after-2"]) {
+        const after = await bash(id, "echo still here")
+        expect(after.status).toBe("success")
+        expect((after.structured as { stdout: string }).stdout).toBe("still here\n")
+      }
+      // The HTML converter, started for the first time now, is core's own too.
+      const fetched = await post(`/v1/turns/${turnID}/calls`, {
+        sessionID: "s",
+        assistantMessageID: "m",
+        toolCallID: "fetch",
+        name: "webfetch",
+        input: { url: web.url("/article") },
+      })
+      expect(fetched.status).toBe("success")
+      expect(JSON.stringify(fetched.content)).toContain("# Getting started")
+      expect(existsSync(marker)).toBe(false)
+    } finally {
+      serve.kill("SIGTERM")
+      await serve.exited
+      web.stop()
+    }
+    expect(await log).not.toContain("operational failure")
+  }, 60_000)
 })
