@@ -253,6 +253,17 @@ export const cStrings = (values: ReadonlyArray<string>): { readonly kept: Readon
   return { kept, pointers }
 }
 
+/** Marks every descriptor from 3 on close-on-exec: none reaches a program this process starts but as it hands it on. */
+export const closeAllOnExec = (): void => {
+  if (syscall(SYS_CLOSE_RANGE, 3, 0xffffffff, CLOSE_RANGE_CLOEXEC) < 0) {
+    // Kernels before 5.11: one descriptor at a time.
+    for (const entry of readdirSync("/proc/self/fd")) {
+      const fd = Number(entry)
+      if (fd > 2) closeOnExec(fd)
+    }
+  }
+}
+
 /**
  * Replaces this process with the program at `path` (execve), after what a process spawned afresh has: every
  * signal at its default and none blocked (a runtime ignores or blocks some, and an ignored signal stays ignored
@@ -265,13 +276,7 @@ export const execute = (path: string, argv: ReadonlyArray<string>, env: Readonly
   const file = Buffer.from(`${path}\0`)
   const args = cStrings(argv)
   const environment = cStrings(env)
-  if (syscall(SYS_CLOSE_RANGE, 3, 0xffffffff, CLOSE_RANGE_CLOEXEC) < 0) {
-    // Kernels before 5.11: one descriptor at a time.
-    for (const entry of readdirSync("/proc/self/fd")) {
-      const fd = Number(entry)
-      if (fd > 2) closeOnExec(fd)
-    }
-  }
+  closeAllOnExec()
   // Only the ignored ones: a handled signal is reset by the exec itself, and resetting it before would leave the
   // runtime, still running until the exec, without a handler it relies on.
   for (const signal of ignoredSignals()) lib.signal(signal, SIG_DFL)

@@ -12,6 +12,7 @@ import { join } from "node:path"
 import { Landlock } from "./landlock"
 import { Native } from "./native"
 import { OwnExecutable } from "./own-executable"
+import { SystemPrograms } from "./system-programs"
 import { PipeEnd } from "./pipe-end"
 import { ProcessGroup } from "./process-group"
 import { Supervisor } from "./supervisor"
@@ -68,8 +69,18 @@ const admit = (signal: AbortSignal | undefined): Promise<() => void> =>
   })
 
 /** How core starts a supervisor: itself, as a launcher; from source, bun on the supervisor's file. */
-const launcher = (isolate: boolean, deny: ReadonlyArray<number>, pid = false, sandboxed = false, cold = false, rules = false): ReadonlyArray<string> => [
-  ...OwnExecutable.argv(join(import.meta.dir, "launch.ts")),
+const launcher = (
+  isolate: boolean,
+  deny: ReadonlyArray<number>,
+  pid = false,
+  sandboxed = false,
+  cold = false,
+  rules = false,
+  at?: number,
+): ReadonlyArray<string> => [
+  ...(at === undefined
+    ? OwnExecutable.argv(join(import.meta.dir, "launch.ts"))
+    : OwnExecutable.argvAt(at, join(import.meta.dir, "launch.ts"))),
   Supervisor.LAUNCH,
   String(process.pid),
   ...(isolate ? [Supervisor.ISOLATE] : []),
@@ -322,9 +333,12 @@ const USER_NAMESPACE = ["--user", "--map-current-user", "--mount", "--keep-caps"
 const isolation = (): ReadonlyArray<string> => {
   if (Native.capable(Native.CAP_SYS_ADMIN)) return []
   if (userNamespace === undefined) {
-    const unshare = Bun.which("unshare")
+    const unshare = SystemPrograms.find("unshare")
+    const probed = SystemPrograms.find("true")
     const probe =
-      unshare === null ? undefined : Bun.spawnSync([unshare, ...USER_NAMESPACE, "true"], { stdout: "ignore", stderr: "ignore" })
+      unshare === null || probed === null
+        ? undefined
+        : Bun.spawnSync([unshare, ...USER_NAMESPACE, probed], { stdout: "ignore", stderr: "ignore" })
     userNamespace = probe?.exitCode === 0 ? [unshare!, ...USER_NAMESPACE] : null
   }
   return userNamespace ?? []
@@ -382,14 +396,14 @@ const standard = (input: boolean) => {
 }
 
 /**
- * Starts a supervisor process on `argv` (`inNamespace`: as the first process of a PID namespace of its own; `input`:
- * with a stdin core writes to, for a server).
+ * Starts a supervisor process on `argv` (`inNamespace`: as the first process of a PID namespace of its own; `extra`:
+ * descriptors it gets from 3 on; `input`: with a stdin core writes to, for a server).
  */
 const spawnSupervisor = (
   argv: ReadonlyArray<string>,
   inNamespace: boolean,
   ipc: (message: Supervisor.Report) => void,
-  rules?: number,
+  extra: ReadonlyArray<number> = [],
   input = false,
 ): Spawned => {
   const output = standard(input)
@@ -397,8 +411,9 @@ const spawnSupervisor = (
     // Not the workspace: from source, bun would read a bunfig.toml or .env found there.
     cwd: "/",
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
-    // Core's ruleset for its ports as the supervisor's descriptor 3 (Supervisor.RULES), where there is one.
-    stdio: [...output.stdio, ...(rules === undefined ? [] : [rules])] as unknown as ["ignore", "pipe", "pipe", ...Array<number>],
+    // Core's ruleset for its ports as the supervisor's descriptor 3 (Supervisor.RULES), where there is one; then
+    // core's executable, where unshare starts it.
+    stdio: [...output.stdio, ...extra] as unknown as ["ignore", "pipe", "pipe", ...Array<number>],
     // Its own session: a terminal's Ctrl-C reaches core, which decides.
     detached: true,
     // JSON: an order (the whole environment) and its reports go both ways sooner than as a structured clone, which
@@ -554,7 +569,12 @@ export const pool = (
     }
     const deny = ports ? [...ownPorts] : []
     const rules = rulesFor(deny)
-    const argv = [...(isolate ? isolation() : []), ...launcher(isolate, deny, pid, sandboxed, cold, rules !== undefined)]
+    // Started through unshare, the supervisor is core's executable handed over as a descriptor, after the ruleset.
+    const through = isolate ? isolation() : []
+    const executable = through.length > 0 ? OwnExecutable.descriptor() : undefined
+    const extra = [...(rules === undefined ? [] : [rules]), ...(executable === undefined ? [] : [executable])]
+    const at = executable === undefined ? undefined : 2 + extra.length
+    const argv = [...through, ...launcher(isolate, deny, pid, sandboxed, cold, rules !== undefined, at)]
     const spawned = spawnSupervisor(argv, pid, (message) => {
       if (message.kind === "ready") {
         // A spare's first message takes several tenths of a millisecond more to reach it than the next (the code
@@ -570,7 +590,7 @@ export const pool = (
       }
       if (entry.listener !== undefined) entry.listener(message)
       else entry.reports.push(message)
-    }, rules)
+    }, extra)
     const child = spawned.process
     Object.assign(entry, spawned)
     if (sandboxed && !cold && expected !== undefined) {
@@ -705,7 +725,7 @@ export const server = (order: Omit<Supervisor.Order, "kind" | "stdin" | "stdinPi
   const spawned = spawnSupervisor(launcher(false, [], false, false, true), false, (report) => {
     if (report.kind === "ended") onEnded(report)
     else if (report.kind !== "ready") onStarted(report)
-  }, undefined, true)
+  }, [], true)
   const child = spawned.process
   const stdin = spawned.stdin!
   ProcessGroup.trackSupervisor(child.pid)

@@ -18,6 +18,7 @@ import { Landlock } from "./landlock"
 import { Namespace } from "./namespace"
 import { Native } from "./native"
 import { OwnExecutable } from "./own-executable"
+import { SystemPrograms } from "./system-programs"
 import { ProcessGroup } from "./process-group"
 import { Starter } from "./starter"
 
@@ -510,8 +511,9 @@ export const main = async (
   parent: number,
   { isolate, deny, pid, sandbox = false, cold = false, rules = false }: Flags = { isolate: false, deny: [], pid: false },
 ): Promise<never> => {
-  // Core's ruleset for its ports, where it handed one over: passed on to the starters, never to a command.
-  Starter.keepRules({ deny, rules })
+  // What core handed over from descriptor 3 on (its ruleset for its ports, passed on to the starters as they start;
+  // core's executable, where unshare started this one) reaches no command.
+  Native.closeAllOnExec()
   const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
   // Sealed before a sandboxed spare's starter starts, so that the starter, and the command it becomes, are in reach.
   if (sandbox) seal(pid && process.pid === 1, parent)
@@ -698,7 +700,7 @@ export const main = async (
 const warmUp = async (way: Namespace.Way) => {
   Starter.apply({ kind: "run", argv: [], cwd: "/", env: {}, graceMs: 0 }, way, Starter.readied())
   Native.releaseOutput([])
-  const warmer = Bun.which("true")
+  const warmer = SystemPrograms.find("true")
   if (warmer === null) return
   try {
     const warming = spawnOrder({ kind: "run", argv: [warmer], cwd: "/", env: {}, graceMs: 0 })

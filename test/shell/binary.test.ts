@@ -3,13 +3,13 @@
 // replaced under a running core is never what starts its commands' supervisors.
 
 import { describe, expect, test } from "bun:test"
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync } from "node:fs"
-import { join } from "node:path"
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs"
+import { dirname, join } from "node:path"
 import { ProcessGroup } from "../../src/shell/process-group"
 import { binary } from "../support/binary"
 import { tempDir } from "../support/temp"
 import { webServer } from "../support/web-server"
-import { core, exec, sandbox, settlementOf, start } from "../cli/fixture"
+import { core, exec, sandbox, type Settlement, settlementOf, start } from "../cli/fixture"
 import { alive, DETACHING, hostPids, pidsIn, running as runs } from "./processes"
 
 describe("core exec bash", () => {
@@ -165,9 +165,14 @@ describe("core exec bash", () => {
 
 // Core's executable may lie in a Location (a project that builds or vendors core). Helpers were started by its path:
 // a command that renamed another file onto it had that file run, outside the sandbox, as the supervisor of the
-// next command (a marker written where no command may write proved it).
+// next command (a marker written where no command may write proved it). Run by a user who is not root, core starts
+// each supervisor through unshare, which /proc refuses core's own links: it hands the executable over instead.
+const NOBODY = 65534
+const setpriv = Bun.which("setpriv")
+const asNobody = process.getuid?.() === 0 && setpriv !== null && Bun.which("unshare") !== null
+
 describe("core's own executable in its Location", () => {
-  test("renamed over by a command under a running core serve, it is not what runs next: commands stay supervised and sandboxed", async () => {
+  const replaced = async (user: boolean) => {
     const web = webServer()
     const box = sandbox({ "core.json": JSON.stringify({ permission: { "*": "allow", webfetch: { "http://127.0.0.1:*": "allow" } } }) })
     const own = join(box.location, "bin", "core")
@@ -176,15 +181,15 @@ describe("core's own executable in its Location", () => {
     chmodSync(own, 0o755)
     const outside = tempDir("core-escape-")
     const marker = join(outside, "ran-outside-the-sandbox")
-    const serve = Bun.spawn([own, "serve", "--location", box.location, "--port", "0"], {
-      env: { ...process.env, ...box.env },
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-    })
+    if (user) for (const directory of [box.location, box.data, box.home, box.user.home, outside]) chownTree(directory, NOBODY)
+    const serve = Bun.spawn(
+      [...(user ? [setpriv!, `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups"] : []), own, "serve", "--location", box.location, "--port", "0"],
+      { env: { ...process.env, ...box.env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" },
+    )
     const log = new Response(serve.stderr).text()
     try {
       const ready = await serve.stdout.getReader().read()
+      if (ready.value === undefined) throw new Error(`core serve did not start:\n${await log}`)
       const { url, token } = JSON.parse(new TextDecoder().decode(ready.value)) as { url: string; token: string }
       const post = async (path: string, body: unknown) =>
         (await fetch(`${url}${path}`, {
@@ -193,29 +198,24 @@ describe("core's own executable in its Location", () => {
           body: JSON.stringify(body),
         }).then((response) => response.json())) as Record<string, unknown>
       const { turnID } = (await post("/v1/turns", {})) as { turnID: string }
-      const bash = (id: string, command: string) =>
-        post(`/v1/turns/${turnID}/calls`, { sessionID: "s", assistantMessageID: "m", toolCallID: id, name: "bash", input: { command } })
-      const replaced = await bash(
-        "replace",
-        `printf '#!/bin/sh\\necho ran > ${marker}\\n' > p.sh && chmod +x p.sh && mv p.sh bin/core && head -c 9 bin/core`,
-      )
-      expect(replaced.status).toBe("success")
-      expect((replaced.structured as { stdout: string }).stdout).toBe("#!/bin/sh")
+      const call = (id: string, name: string, input: unknown) =>
+        post(`/v1/turns/${turnID}/calls`, { sessionID: "s", assistantMessageID: "m", toolCallID: id, name, input })
+      const first = await call("first", "bash", { command: "id -u" })
+      expect((first.structured as { stdout: string }).stdout).toBe(`${user ? NOBODY : 0}\n`)
+      const replacing = await call("replace", "bash", {
+        command: `printf '#!/bin/sh\\necho ran > ${marker}\\n' > p.sh && chmod +x p.sh && mv p.sh bin/core && head -c 9 bin/core`,
+      })
+      expect(replacing.status).toBe("success")
+      expect((replacing.structured as { stdout: string }).stdout).toBe("#!/bin/sh")
       // Time for the spare supervisor readied after that call to start: from the file now at the path, if any.
       await Bun.sleep(1_500)
       for (const id of ["after-1", "after-2"]) {
-        const after = await bash(id, "echo still here")
+        const after = await call(id, "bash", { command: "echo still here" })
         expect(after.status).toBe("success")
         expect((after.structured as { stdout: string }).stdout).toBe("still here\n")
       }
       // The HTML converter, started for the first time now, is core's own too.
-      const fetched = await post(`/v1/turns/${turnID}/calls`, {
-        sessionID: "s",
-        assistantMessageID: "m",
-        toolCallID: "fetch",
-        name: "webfetch",
-        input: { url: web.url("/article") },
-      })
+      const fetched = await call("fetch", "webfetch", { url: web.url("/article") })
       expect(fetched.status).toBe("success")
       expect(JSON.stringify(fetched.content)).toContain("# Getting started")
       expect(existsSync(marker)).toBe(false)
@@ -225,5 +225,53 @@ describe("core's own executable in its Location", () => {
       web.stop()
     }
     expect(await log).not.toContain("operational failure")
+  }
+
+  test("renamed over by a command under a running core serve, it is not what runs next: commands stay supervised and sandboxed", async () => {
+    await replaced(false)
   }, 60_000)
+
+  test.skipIf(!asNobody)(
+    `the same, core run by a user who is not root (supervisors started through unshare)${asNobody ? "" : " (SKIPPED: needs root, setpriv and unshare)"}`,
+    async () => {
+      await replaced(true)
+    },
+    60_000,
+  )
 })
+
+// `npm run` puts the project's node_modules/.bin first on PATH. Core found `unshare` (which it runs outside the
+// sandbox to start each supervisor for a user who is not root) on PATH: one the model wrote there ran, unsandboxed.
+describe("programs core runs outside the sandbox", () => {
+  test.skipIf(!asNobody)(
+    `are the system's, not ones of the same name in a PATH folder in the Location${asNobody ? "" : " (SKIPPED: needs root, setpriv and unshare)"}`,
+    async () => {
+      const box = sandbox({ "core.json": JSON.stringify({ permission: { "*": "allow" } }) })
+      const bin = join(box.location, "node_modules", ".bin")
+      const marker = join(tempDir("core-escape-"), "ran-outside-the-sandbox")
+      mkdirSync(bin, { recursive: true })
+      for (const name of ["unshare", "true"]) {
+        writeFileSync(join(bin, name), `#!/bin/sh\necho ${name} >> ${marker}\nexec /usr/bin/${name} "$@"\n`)
+        chmodSync(join(bin, name), 0o755)
+      }
+      const own = join(tempDir("core-bin-"), "core")
+      copyFileSync(await binary(), own)
+      for (const directory of [box.location, box.data, box.home, box.user.home, dirname(own), dirname(marker)]) chownTree(directory, NOBODY)
+      const run = Bun.spawnSync(
+        [setpriv!, `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", own, "exec", "bash", "--yes", "--location", box.location, "--input", JSON.stringify({ command: "id -u" })],
+        { cwd: box.location, env: { ...process.env, ...box.env, PATH: `${bin}:${box.env.PATH ?? process.env.PATH}` } },
+      )
+      const settlement = JSON.parse(run.stdout.toString()) as Settlement
+      expect(settlement.status).toBe("success")
+      expect((settlement.structured as { stdout: string }).stdout).toBe(`${NOBODY}\n`)
+      expect(existsSync(marker)).toBe(false)
+    },
+    60_000,
+  )
+})
+
+/** Gives `root` and everything under it to `uid`. */
+const chownTree = (root: string, uid: number) => {
+  chownSync(root, uid, uid)
+  for (const entry of readdirSync(root, { recursive: true, withFileTypes: true })) chownSync(join(entry.parentPath, entry.name), uid, uid)
+}

@@ -44,7 +44,13 @@ const needs = MOUNTS ? "" : " (SKIPPED: no mount namespace for commands here)"
 
 /** Run by root with setpriv, unshare and mount at hand, a test can be core run by another user (nobody). */
 const NOBODY = 65534
-const TOOLS = { setpriv: Bun.which("setpriv"), unshare: Bun.which("unshare"), mount: Bun.which("mount"), sh: Bun.which("sh") }
+const TOOLS = {
+  setpriv: Bun.which("setpriv"),
+  unshare: Bun.which("unshare"),
+  mount: Bun.which("mount"),
+  sh: Bun.which("sh"),
+  false: Bun.which("false"),
+}
 const AS_NOBODY = process.getuid?.() === 0 && Object.values(TOOLS).every((path) => path !== null)
 const asNobody = AS_NOBODY ? "" : " (SKIPPED: needs root, setpriv, unshare and mount to run core as another user)"
 
@@ -53,14 +59,20 @@ const REPOSITORY = join(import.meta.dir, "../..")
 /**
  * `argv` run as nobody, where this repository and bun are reachable: a developer's clone sits in a home nobody may
  * enter, so both are bound, in a mount namespace of the child's own, into `root` (which nobody owns). `argv` names
- * them as `reached.bun` and under `reached.repository`.
+ * them as `reached.bun` and under `reached.repository`. `missing` programs are covered there by `false`, as a system
+ * without them would have them fail.
  */
-const nobody = (root: string, argv: (reached: { readonly bun: string; readonly repository: string }) => ReadonlyArray<string>) => {
+const nobody = (
+  root: string,
+  argv: (reached: { readonly bun: string; readonly repository: string }) => ReadonlyArray<string>,
+  missing: ReadonlyArray<string> = [],
+) => {
   const reach = join(root, "reach")
   mkdirSync(join(reach, "repository"), { recursive: true })
   writeFileSync(join(reach, "bun"), "")
   const reached = { bun: join(reach, "bun"), repository: join(reach, "repository") }
-  const bind = '"$1" --bind "$2" "$3" && "$1" --bind "$4" "$5" && shift 5 && exec "$@"'
+  const cover = missing.map((program) => `"$1" --bind ${JSON.stringify(TOOLS.false!)} ${JSON.stringify(program)} && `).join("")
+  const bind = `${cover}"$1" --bind "$2" "$3" && "$1" --bind "$4" "$5" && shift 5 && exec "$@"`
   return [
     TOOLS.unshare!, "--mount", "--propagation", "private", "--", TOOLS.sh!, "-c", bind, "sh", TOOLS.mount!,
     REPOSITORY, reached.repository, process.execPath, reached.bun,
@@ -653,7 +665,8 @@ describe("core's configuration in the Location, against what a command runs", ()
 
   test.skipIf(!AS_NOBODY)(`core check says when commands get no mount namespace, and only then${asNobody}`, async () => {
     const root = tempDir("core-user-")
-    // Nothing on PATH but bun: no unshare, so core run by nobody cannot make a user namespace.
+    // No unshare where core looks for it (the system's folders, whatever PATH says): core run by nobody cannot make a
+    // user namespace.
     mkdirSync(join(root, "bin"))
     symlinkSync(join(root, "reach/bun"), join(root, "bin/bun"))
     for (const directory of ["loc", "data", "home"]) mkdirSync(join(root, directory))
@@ -661,7 +674,7 @@ describe("core's configuration in the Location, against what a command runs", ()
     const args = ["check", "read", "--input", '{"filePath":"a.txt"}', "--location", join(root, "loc")]
     const env = { PATH: join(root, "bin"), HOME: join(root, "home"), CORE_DATA_DIR: join(root, "data"), CORE_HOME: join(root, "home") }
     const asNobody = Bun.spawnSync(
-      nobody(root, (reached) => [reached.bun, join(reached.repository, "src/cli/main.ts"), ...args]),
+      nobody(root, (reached) => [reached.bun, join(reached.repository, "src/cli/main.ts"), ...args], [TOOLS.unshare!]),
       { env },
     )
     expect(asNobody.exitCode).toBe(0)
