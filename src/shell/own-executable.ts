@@ -26,9 +26,11 @@ const own = (): string => (executable ??= existsSync("/proc/self/exe") ? "/proc/
 
 /**
  * The arguments that start this core's code again: the executable alone when compiled (its entry reads the
- * helper's flag), else Bun on `source` (the helper's source file, absolute).
+ * helper's flag), else Bun on `source` (the helper's source file, absolute). `at`: through another program that
+ * holds `descriptor()` as its descriptor `at`.
  */
-export const argv = (source: string): ReadonlyArray<string> => (compiled() ? [own()] : [process.execPath, source])
+export const argv = (source: string, at?: number): ReadonlyArray<string> =>
+  compiled() ? [at === undefined ? own() : `/proc/self/fd/${at}`] : [process.execPath, source]
 
 let held: number | null | undefined
 
@@ -48,7 +50,3 @@ export const descriptor = (): number | undefined => {
   }
   return held ?? undefined
 }
-
-/** `argv`, for a start through another program that holds `descriptor()` as its descriptor `at`. */
-export const argvAt = (at: number, source: string): ReadonlyArray<string> =>
-  compiled() ? [`/proc/self/fd/${at}`] : [process.execPath, source]

@@ -78,9 +78,7 @@ const launcher = (
   rules = false,
   at?: number,
 ): ReadonlyArray<string> => [
-  ...(at === undefined
-    ? OwnExecutable.argv(join(import.meta.dir, "launch.ts"))
-    : OwnExecutable.argvAt(at, join(import.meta.dir, "launch.ts"))),
+  ...OwnExecutable.argv(join(import.meta.dir, "launch.ts"), at),
   Supervisor.LAUNCH,
   String(process.pid),
   ...(isolate ? [Supervisor.ISOLATE] : []),

@@ -5,9 +5,10 @@
 // per command would run a sidecar out of them; one closed under a pending write would lose what was written.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, readdirSync, readlinkSync } from "node:fs"
+import { existsSync, readlinkSync } from "node:fs"
 import { Native } from "../../src/shell/native"
 import { PipeEnd } from "../../src/shell/pipe-end"
+import { openOn } from "../support/descriptors"
 
 const pipe = (): readonly [number, number] => {
   const ends = Native.pipe()
@@ -17,17 +18,10 @@ const pipe = (): readonly [number, number] => {
 
 const isOpen = (fd: number) => existsSync(`/proc/self/fd/${fd}`)
 
-/** How many of this process's descriptors lead to the pipe `fd` is an end of (Bun's own copies too), as `count`. */
+/** How many of this process's descriptors lead to the pipe `fd` is an end of (Bun's own copies too). */
 const holding = (fd: number) => {
   const pipe = readlinkSync(`/proc/self/fd/${fd}`)
-  return () =>
-    readdirSync("/proc/self/fd").filter((entry) => {
-      try {
-        return readlinkSync(`/proc/self/fd/${entry}`) === pipe
-      } catch {
-        return false
-      }
-    }).length
+  return () => openOn(pipe)
 }
 
 describe("PipeEnd.stream", () => {
