@@ -1,8 +1,9 @@
 // Supervisor starts wait their turn (Supervised.MAX_STARTING at once, process-wide), so a burst of commands never
 // leaves core without a processor; a start cancelled while it waits starts nothing, and every waiting start runs.
+// A supervisor that cannot be started at all is an error that leaves no pipe of its stdio open in core.
 
 import { expect, test } from "bun:test"
-import { existsSync } from "node:fs"
+import { existsSync, readdirSync, readlinkSync } from "node:fs"
 import { join } from "node:path"
 import { Supervised } from "../../src/shell/supervised"
 import { tempDir } from "../support/temp"
@@ -32,4 +33,34 @@ test.skipIf(!Supervised.launchable())("starts past the bound wait their turn and
   expect(ended.every((report) => report?.exitCode === 0)).toBe(true)
   for (const start of starts.slice(0, -1)) expect(existsSync(start.file)).toBe(true)
   expect(existsSync(cancelled.file)).toBe(false)
+}, 60_000)
+
+/** How many of this process's descriptors are ends of pipes. */
+const pipeEnds = () =>
+  readdirSync("/proc/self/fd").filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`).startsWith("pipe:")
+    } catch {
+      return false
+    }
+  }).length
+
+test.skipIf(!Supervised.launchable())("a supervisor that cannot be started is an error, and leaves none of its pipes open; the next start runs", async () => {
+  const directory = tempDir("core-starts-")
+  const pool = Supervised.pool(undefined)
+  const before = pipeEnds()
+  // From source, a supervisor is `bun launch.ts`: a Bun that is gone cannot be spawned.
+  const bun = process.execPath
+  Object.defineProperty(process, "execPath", { value: join(directory, "gone/bun"), configurable: true, writable: true })
+  try {
+    expect(() => Supervised.server(touch(join(directory, "server")))).toThrow("ENOENT")
+    await expect(pool.start(touch(join(directory, "command")), new AbortController().signal)).rejects.toThrow("ENOENT")
+  } finally {
+    process.execPath = bun
+  }
+  expect(pipeEnds()).toBe(before)
+  const run = await pool.start(touch(join(directory, "after")), new AbortController().signal)
+  expect((await run.started.then(() => run.ended))?.exitCode).toBe(0)
+  expect(existsSync(join(directory, "after"))).toBe(true)
+  expect(existsSync(join(directory, "server")) || existsSync(join(directory, "command"))).toBe(false)
 }, 60_000)
