@@ -60,6 +60,39 @@ export const SYSTEM_READABLE: ReadonlyArray<string> = [
   "/snap",
 ]
 
+/**
+ * The devices a command may read and write, where they exist: the sinks and sources every program uses, its
+ * terminal, new terminals of its own (`/dev/ptmx`, `/dev/pts`). Not the rest of /dev, which a command run by root
+ * would reach too: disks (`/dev/sda`, `/dev/loop0`: the whole filesystem, raw), the consoles and what they show
+ * (`/dev/tty1`, `/dev/vcs`), input devices (what the user types), the kernel's log, fuse, the loop and device-mapper
+ * controls. GPUs' compute devices (`gpuDevices`) are added to these.
+ */
+export const DEVICES: ReadonlyArray<string> = [
+  "/dev/null",
+  "/dev/zero",
+  "/dev/full",
+  "/dev/random",
+  "/dev/urandom",
+  "/dev/tty",
+  "/dev/ptmx",
+  "/dev/pts",
+]
+
+/** The compute devices of the GPUs there are (NVIDIA's, AMD's ROCm, DRM render nodes), for a command that trains or infers. */
+const gpuDevices = (): Array<string> => {
+  const named = (directory: string, pattern: RegExp) => {
+    try {
+      return readdirSync(directory).filter((name) => pattern.test(name)).map((name) => join(directory, name))
+    } catch {
+      return []
+    }
+  }
+  return [...named("/dev", /^(nvidia.*|kfd)$/), ...named("/dev/dri", /^renderD\d+$/)]
+}
+
+/** The device grants (`DEVICES` and the GPUs' that exist), but for the `hidden` directories. */
+export const devices = (hidden: ReadonlyArray<string> = []): Array<string> => granted([...DEVICES, ...gpuDevices()], hidden)
+
 /** What a command may touch: every path is absolute and real (symlinks followed). */
 export interface Grants {
   readonly read: ReadonlyArray<string>
@@ -176,7 +209,7 @@ const addPath = (ruleset: number, version: number, path: string, rights: bigint)
 
 /**
  * A ruleset readied ahead of the order that uses it: the grants every call shares (read beneath the system
- * directories, devices beneath /dev), or those a supervisor expects its order to make (the last order's, which
+ * directories, the devices), or those a supervisor expects its order to make (the last order's, which
  * the next one usually repeats). `restrict` takes it up only when the call grants at least those paths with those
  * rights (so it adds nothing the call's grants lack); it is used at most once.
  */
@@ -195,7 +228,7 @@ export interface Prepared {
  */
 export const prepare = (
   version = abi(),
-  grants: Grants = { read: granted(SYSTEM_READABLE, []), devices: granted(["/dev"], []), write: [] },
+  grants: Grants = { read: granted(SYSTEM_READABLE, []), devices: devices(), write: [] },
 ): Prepared | undefined => {
   if (version < 1) return undefined
   const ruleset = create(version)

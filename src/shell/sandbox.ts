@@ -300,7 +300,7 @@ const workOut = (
       ),
     ),
     granted: [...policy.approved.map(Landlock.real), ...allowWrite],
-    devices: Landlock.granted(["/dev"], secret),
+    devices: Landlock.devices(secret),
     cache: cacheDirectory(core[1]!, policy.location),
     readOnly,
     readOnlyInTemp,

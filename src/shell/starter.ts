@@ -226,7 +226,7 @@ const warmUp = (ready: Readied, sandbox: boolean, way: Namespace.Way) => {
   Sockets.prepare()
   Others.prepare()
   if (Landlock.abi() > 0) {
-    const sample = { read: Landlock.granted(Landlock.SYSTEM_READABLE, []), write: ["/tmp"], devices: ["/dev"] }
+    const sample = { read: Landlock.granted(Landlock.SYSTEM_READABLE, []), write: ["/tmp"], devices: Landlock.devices() }
     Landlock.restrict(sample, Landlock.abi(), false)
     for (let round = 0; round < WARM_ROUNDS; round++) Landlock.restrict(sample, Landlock.abi(), false, [], Landlock.prepare())
     ready.prepared = Landlock.prepare()
