@@ -44,6 +44,44 @@ export const protect = (way: Way, paths: ReadonlyArray<string>): string | undefi
   return undefined
 }
 
+/** mount_setattr(2): its number (the same on every architecture core runs on), its flags, struct mount_attr's bit. */
+const SYS_MOUNT_SETATTR = 442
+const AT_FDCWD = -100
+const AT_RECURSIVE = 0x8000
+const MOUNT_ATTR_RDONLY = 1n
+
+/**
+ * Makes every mount read-only but at `writable` (real paths: the command's write grants), in a mount namespace of
+ * this thread's own: each of them is bound onto itself (with what is mounted beneath it, which stays as it was) and
+ * made writable again. Landlock governs reading, writing, making and removing files, not a file's mode, owner,
+ * times or extended attributes: without this, a command could chmod, chown, touch or setfattr whatever it can
+ * reach, past its grants: run by root, make a program of the system set-user-ID root, or close core's data
+ * directory to core; run by any user, open their `~/.ssh/id_rsa` to every user. A read-only mount refuses all of
+ * that (EROFS), and still lets devices be read and written. A place read-only already (a read-only filesystem)
+ * stays so. Answers undefined, or why it could not: the caller must then not run the command.
+ */
+export const readOnlyOutside = (way: Way, writable: ReadonlyArray<string>): string | undefined => {
+  if (way === "none") return "this process cannot make a mount namespace"
+  const places = writable.filter((path) => existsSync(path) && !Native.mountedReadOnly(path))
+  const unshared = Native.unshare(Native.CLONE_NEWNS)
+  if (unshared !== 0) return `unshare(CLONE_NEWNS) failed (errno ${unshared})`
+  const privately = Native.mount(null, "/", Native.MS_REC | Native.MS_PRIVATE)
+  if (privately !== 0) return `making the mounts private failed (errno ${privately})`
+  const attributes = new BigUint64Array([MOUNT_ATTR_RDONLY, 0n, 0n, 0n])
+  const root = Buffer.from("/\0")
+  const set = Native.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, Native.address(root), AT_RECURSIVE, Native.address(new Uint8Array(attributes.buffer)), attributes.byteLength)
+  if (set < 0) return `making the mounts read-only failed (errno ${-set})`
+  for (const path of places) {
+    const flags = Native.mountFlags(path)
+    const bound = Native.mount(path, path, Native.MS_BIND | Native.MS_REC)
+    if (bound === ENOENT) continue
+    if (bound !== 0) return `binding ${path} failed (errno ${bound})`
+    const remounted = Native.mount(null, path, Native.MS_REMOUNT | Native.MS_BIND | flags)
+    if (remounted !== 0) return `making ${path} writable failed (errno ${remounted})`
+  }
+  return undefined
+}
+
 /** Where POSIX shared memory and semaphores live (sem_open, shm_open: Python's multiprocessing, for one). */
 export const SHARED_MEMORY = "/dev/shm"
 

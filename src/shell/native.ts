@@ -31,6 +31,7 @@ export const MS_BIND = 4096
 export const MS_REC = 16384
 export const MS_PRIVATE = 1 << 18
 export const MS_RELATIME = 1 << 21
+const ST_RDONLY = 1
 const ST_RELATIME = 4096
 export const CAP_SYS_ADMIN = 21
 
@@ -98,7 +99,7 @@ export const numbers: (typeof NUMBERS)[keyof typeof NUMBERS] | undefined =
 
 const SYMBOLS = {
   prctl: { args: [FFIType.i32, FFIType.u64, FFIType.u64, FFIType.u64, FFIType.u64], returns: FFIType.i32 },
-  syscall: { args: [FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64], returns: FFIType.i64 },
+  syscall: { args: [FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64], returns: FFIType.i64 },
   open: { args: [FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
   close: { args: [FFIType.i32], returns: FFIType.i32 },
   dup2: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
@@ -168,10 +169,10 @@ export const prctl = (option: number, value: number): number => {
 }
 
 /** A raw system call; answers its result, or minus the errno on failure. */
-export const syscall = (number: number, a = 0, b = 0, c = 0, d = 0): number => {
+export const syscall = (number: number, a = 0, b = 0, c = 0, d = 0, e = 0): number => {
   const lib = libc()
   if (lib === null) return -38 // ENOSYS
-  const result = Number(lib.syscall(number, a, b, c, d))
+  const result = Number(lib.syscall(number, a, b, c, d, e))
   return result === -1 ? -errno(lib) : result
 }
 
@@ -379,6 +380,15 @@ export const mountFlags = (path: string): number => {
   const flag = Number(new DataView(buffer.buffer).getBigUint64(72, true))
   const kept = flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME)
   return kept | (flag & ST_RELATIME ? MS_RELATIME : 0)
+}
+
+/** Whether the mount holding `path` is read-only (a read-only filesystem, or a mount made so); false when unknown. */
+export const mountedReadOnly = (path: string): boolean => {
+  const lib = libc()
+  if (lib === null) return false
+  const buffer = new Uint8Array(128)
+  if (lib.statvfs(cString(path), ptr(buffer)) !== 0) return false
+  return (Number(new DataView(buffer.buffer).getBigUint64(72, true)) & ST_RDONLY) !== 0
 }
 
 /** Whether this process holds `capability` in its effective set (from /proc/self/status). */

@@ -344,8 +344,11 @@ export interface Prepared {
   readonly cleanup: () => void
 }
 
-/** Lines that say the system refused a path. */
-const REFUSAL = /permission denied|EACCES/i
+/**
+ * Lines that say the system refused a path: Landlock's refusal, or the read-only mount every place the command may
+ * not write is (Namespace.readOnlyOutside), which the kernel checks first.
+ */
+const REFUSAL = /permission denied|EACCES|read-only file system|EROFS/i
 /** Characters that open a quoted path, end one (and close it, when a quote), and end a bare one. */
 const QUOTE_OPENS = new Set(["'", '"', "`", "‘"])
 const QUOTED_ENDS = new Set(["'", '"', "`", "’", "\n"])

@@ -179,6 +179,12 @@ export const apply = (
     order.grants !== undefined && sharedMemory
       ? { ...order.grants, write: [...order.grants.write, Namespace.SHARED_MEMORY] }
       : order.grants
+  // Every mount read-only but the places it may write: Landlock leaves a file's mode, owner, times and extended
+  // attributes to the mounts. Where this process cannot mount, those stay open to the command (docs/shell.md).
+  if (grants !== undefined && way === "mount") {
+    const kept = Namespace.readOnlyOutside(way, grants.write)
+    if (kept !== undefined) return { failed: `Could not keep the command from changing files it may not write: ${kept}` }
+  }
   // What the rules deny inside granted trees (last of the mounts: each namespace made after it would copy every
   // cover): a command that would read it must not start.
   if (order.grants !== undefined && order.cover !== undefined) {
@@ -327,9 +333,10 @@ export const main = async (supervisor: number, { isolate, sandbox, cold, pid, de
   let ordered: Supervisor.Order | undefined
   let isWarm = false
   const run = (order: Supervisor.Order | undefined) =>
-    void become(order, way, ready, { deny, rules }).then((report) =>
-      report === undefined ? undefined : send(report).then(() => process.exit(0)),
-    )
+    void become(order, way, ready, { deny, rules })
+      // An error on the way is reported, rather than left to the supervisor's wait for a start.
+      .catch((cause: unknown): Report => ({ kind: "failed", message: `Could not start the sandboxed command: ${cause instanceof Error ? cause.message : String(cause)}` }))
+      .then((report) => (report === undefined ? undefined : send(report).then(() => process.exit(0))))
   process.on("message", (message: Message) => {
     if (message.kind === "expect") {
       if (ordered !== undefined) return

@@ -163,19 +163,36 @@ describe("core's configuration in the Location, against what a command runs", ()
   // A Location in a folder a command may write (the temp directory, a repository granted by shell.allowWrite): its
   // own entries are mounts no command can move, but the Location itself, or a folder above it, can be renamed away
   // and a new one with a core.json and tools of the command's own made at its path, which core would load next.
-  test("a Location renamed away and replaced by one the command made is put back, and what it made kept aside", async () => {
+  test("a Location a command would rename away and replace stays where it is: in its mount namespace it is a mount point", async () => {
     const location = configured()
     const { ino } = statSync(location)
     const result = await run(
       `cd .. && mv "$OLDPWD" "$OLDPWD.old" && mkdir -p "$OLDPWD/tools" && echo '{ "permission": { "*": "allow" } }' > "$OLDPWD/core.json" && echo evil > "$OLDPWD/tools/evil.ts" && echo swapped`,
       location,
     )
-    expect(result.stdout.text).toBe("swapped\n")
+    expect(result.stdout.text).toBe("")
+    expect(result.stderr.text).toContain("Device or resource busy")
     expect(statSync(location).ino).toBe(ino)
     expect(existsSync(`${location}.old`)).toBe(false)
     unchanged(location)
-    expect(result.undone).toEqual([location])
-    expect(readFileSync(join(result.undoneKeptIn!, basename(location), "tools/evil.ts"), "utf8")).toBe("evil\n")
+    expect(result.undone ?? []).toEqual([])
+  })
+
+  test("a Location renamed away and replaced (where commands get no mount namespace) is put back, and what was made kept aside", () => {
+    // Done here as a command without a mount namespace would: there, the Location is no mount point.
+    const location = configured()
+    const { ino } = statSync(location)
+    const guarded = Guard.begin(location, keeping)
+    renameSync(location, `${location}.old`)
+    mkdirSync(join(location, "tools"), { recursive: true })
+    writeFileSync(join(location, "core.json"), '{ "permission": { "*": "allow" } }')
+    writeFileSync(join(location, "tools/evil.ts"), "evil\n")
+    const undone = guarded.finish(true)
+    expect(statSync(location).ino).toBe(ino)
+    expect(existsSync(`${location}.old`)).toBe(false)
+    unchanged(location)
+    expect(undone.paths).toEqual([location])
+    expect(readFileSync(join(undone.keptIn!, basename(location), "tools/evil.ts"), "utf8")).toBe("evil\n")
   })
 
   // Two served Locations of one repository with a worktree: each named the worktrees' folders, each held them open,
