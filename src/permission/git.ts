@@ -7,7 +7,7 @@ export * as Git from "./git"
 
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs"
 import { homedir } from "node:os"
-import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path"
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path"
 import { FileText } from "./file-text"
 
 /** The most nested git directories (submodules, worktrees) looked at under one repository. */
@@ -497,7 +497,7 @@ export const places = (location: string): ReadonlyArray<Place> => {
   // Code there runs as surely as in .git/hooks.
   const root = repository.entry === undefined ? repository.gitDir : dirname(repository.entry)
   const configs = [...new Set(directories)].flatMap((directory) => [join(directory, "config"), join(directory, "config.worktree")])
-  found.push(...pointedAt(configs, root))
+  found.push(...pointedAt(configs, root, true, location))
   return found
 }
 
@@ -514,6 +514,7 @@ export const pointedFrom = (location: string, user = true): ReadonlyArray<Place>
     directories.flatMap((directory) => [join(directory, "config"), join(directory, "config.worktree")]),
     root,
     user,
+    location,
   )
 }
 
@@ -539,11 +540,52 @@ const kindOf = (path: string): "missing" | "entry" | "other" => {
 const MAX_INCLUDES = 50
 
 /**
- * The hooks directories and included config files that `configs` (and the user's own config) name, followed
- * through includes: a relative `core.hooksPath` is the working tree's (`root`), a relative include the including
- * file's directory's, `~/` the home's.
+ * The config keys whose value is a command git runs (a shell line, or a program's path), by section ("any": every
+ * key of the section, `pager.log`, `alias.x`): a program of the project one of them names runs as surely as a hook.
  */
-const pointedAt = (configs: ReadonlyArray<string>, root: string, user = true): Array<Place> => {
+const COMMANDS: Readonly<Record<string, ReadonlySet<string> | "any">> = {
+  core: new Set(["fsmonitor", "editor", "pager", "sshcommand", "askpass", "gitproxy", "alternaterefscommand"]),
+  credential: new Set(["helper"]),
+  filter: new Set(["clean", "smudge", "process"]),
+  diff: new Set(["textconv", "command", "external"]),
+  merge: new Set(["driver"]),
+  gpg: new Set(["program", "defaultkeycommand"]),
+  sequence: new Set(["editor"]),
+  interactive: new Set(["difffilter"]),
+  submodule: new Set(["update"]),
+  remote: new Set(["uploadpack", "receivepack", "proxy"]),
+  uploadpack: new Set(["packobjectshook"]),
+  difftool: new Set(["cmd", "path"]),
+  mergetool: new Set(["cmd", "path"]),
+  browser: new Set(["cmd", "path"]),
+  man: new Set(["cmd", "path"]),
+  trailer: new Set(["command", "cmd"]),
+  sendemail: new Set(["smtpserver", "tocmd", "cccmd", "headercmd", "sendmailcmd"]),
+  pager: "any",
+  alias: "any",
+}
+
+/**
+ * The files a command git runs names by path (`scripts/fsmon.sh`, `!node ./tools/cred.js`, `sh -c ./x`): each word
+ * with a `/` (after an `=`, for `--opt=path`), from `bases` when relative (git runs most commands at the top of the
+ * work tree, some where git was started). Words git's shell would expand (`$HOME/x`) are left out: what they name
+ * is not known here.
+ */
+const programPaths = (command: string, bases: ReadonlyArray<string>, expand: (value: string, base: string) => string): Array<string> =>
+  command
+    .replace(/^!/, "")
+    .split(/[\s;&|()<>]+/)
+    .map((word) => word.replace(/^['"]|['"]$/g, "").replace(/^[^=/]*=/, ""))
+    .filter((word) => word.includes("/") && !/[$`*?[]/.test(word))
+    .flatMap((word) => (isAbsolute(word) || word.startsWith("~") ? [expand(word, "/")] : bases.map((base) => expand(word, base))))
+
+/**
+ * The hooks directories, included config files and programs that `configs` (and the user's own config) name,
+ * followed through includes: a relative `core.hooksPath` is the working tree's (`root`), a relative include the
+ * including file's directory's, `~/` the home's; a program's path (`programPaths`) is taken from the working tree and
+ * from `location` (where the user's git may be started).
+ */
+const pointedAt = (configs: ReadonlyArray<string>, root: string, user = true, location = root): Array<Place> => {
   const home = homedir()
   const queue = [...configs, ...(user ? userConfigFiles(home) : [])]
   const seen = new Set<string>()
@@ -561,7 +603,14 @@ const pointedAt = (configs: ReadonlyArray<string>, root: string, user = true): A
       if (section === "core" && key === "hookspath") {
         const path = expand(value, root)
         // A hooks path that is no directory (`/dev/null`, to turn hooks off) holds no hooks: nothing to keep.
-        if (kindOf(path) !== "other") found.push({ path, what: `${path}, the hooks directory core.hooksPath names in ${file}, whose hooks git runs` })
+        if (kindOf(path) === "other") continue
+        found.push({ path, what: `${path}, the hooks directory core.hooksPath names in ${file}, whose hooks git runs` })
+        // husky's (`.husky/_`): each hook there runs the script of its name in the folder above (`.husky/pre-commit`).
+        if (basename(path) === "_") found.push({ path: dirname(path), what: `${dirname(path)}, whose scripts the hooks of ${path} run` })
+      } else if (runsProgram(section, key)) {
+        for (const path of new Set(programPaths(value, [...new Set([root, location])], expand))) {
+          if (kindOf(path) !== "other") found.push({ path, what: `${path}, a program ${section}.${key} in ${file} has git run` })
+        }
       } else if ((section === "include" || section === "includeif") && key === "path") {
         const path = expand(value, dirname(file))
         if (kindOf(path) === "other") continue
@@ -571,6 +620,12 @@ const pointedAt = (configs: ReadonlyArray<string>, root: string, user = true): A
     }
   }
   return found
+}
+
+/** Whether `section.key` of a git config is a command git runs (COMMANDS). */
+const runsProgram = (section: string, key: string): boolean => {
+  const keys = COMMANDS[section]
+  return keys === "any" || (keys !== undefined && keys.has(key))
 }
 
 /** The values a git config's text gives `section.key` (both lower case; a subsection's dropped), in order. */

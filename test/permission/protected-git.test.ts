@@ -143,6 +143,50 @@ describe("core exec: the user's own git is not a way out", () => {
     userCommits(box)
   }, 120_000)
 
+  // The config names programs of the project for git to run (an fsmonitor hook, a filter, a credential helper):
+  // edited, the next `git status` of the user ran the model's code, outside any sandbox, with nothing asked.
+  test.skipIf(GIT === null)(`a program of the project the repository's config has git run is asked of a person, and a command cannot change it${needs}`, async () => {
+    const box = repository()
+    const programs = ["scripts/fsmon.sh", "scripts/clean.sh", "tools-git/cred.sh", "scripts/diff.sh"]
+    for (const program of programs) {
+      mkdirSync(join(box.location, program, ".."), { recursive: true })
+      writeFileSync(join(box.location, program), "#!/bin/sh\nexit 1\n", { mode: 0o755 })
+    }
+    git(box.location, "config", "core.fsmonitor", "scripts/fsmon.sh")
+    git(box.location, "config", "filter.x.clean", "sh ./scripts/clean.sh %f")
+    git(box.location, "config", "credential.helper", "!tools-git/cred.sh")
+    git(box.location, "config", "diff.x.textconv", "scripts/diff.sh")
+    const planted = `#!/bin/sh\ntouch ${join(box.location, "pwned")}\nexit 1\n`
+    for (const program of programs) {
+      const edited = settlementOf(await exec(box, "edit", { filePath: program, oldString: "exit 1", newString: `touch ${join(box.location, "pwned")}` }, ["--yes"]))
+      expect([program, edited.status, edited.error?.message.includes("A person must make that change")]).toEqual([program, "error", true])
+      const written = settlementOf(await exec(box, "write", { filePath: program, content: planted }, ["--yes"]))
+      expect([program, written.status]).toEqual([program, "error"])
+      await exec(box, "bash", { command: script(`require("fs").writeFileSync(${JSON.stringify(program)}, ${JSON.stringify(planted)})`) })
+      expect([program, readFileSync(join(box.location, program), "utf8")]).toEqual([program, "#!/bin/sh\nexit 1\n"])
+    }
+    // One the config would run but that is not there yet is asked by its name too.
+    git(box.location, "config", "merge.x.driver", "./scripts/merge.sh %O %A %B")
+    const made = settlementOf(await exec(box, "write", { filePath: "scripts/merge.sh", content: planted }, ["--yes"]))
+    expect([made.status, made.error?.message.includes("A person must make that change")]).toEqual(["error", true])
+    // A script the config does not name stays the model's.
+    expect(settlementOf(await exec(box, "write", { filePath: "scripts/build.sh", content: "echo build\n" })).status).toBe("success")
+    userCommits(box)
+  }, 120_000)
+
+  // husky: `core.hooksPath` is `.husky/_`, whose hooks each run the script of their name one folder up.
+  test.skipIf(GIT === null)(`husky's hook scripts, in the folder above the hooks path, are asked of a person${needs}`, async () => {
+    const box = repository()
+    mkdirSync(join(box.location, ".husky/_"), { recursive: true })
+    writeFileSync(join(box.location, ".husky/_/pre-commit"), '#!/bin/sh\n[ -f ".husky/pre-commit" ] && sh .husky/pre-commit\n', { mode: 0o755 })
+    writeFileSync(join(box.location, ".husky/pre-commit"), "exit 0\n")
+    git(box.location, "config", "core.hooksPath", ".husky/_")
+    const written = settlementOf(await exec(box, "write", { filePath: ".husky/pre-commit", content: hook(box) }, ["--yes"]))
+    expect([written.status, written.error?.message.includes("A person must make that change")]).toEqual(["error", true])
+    expect(readFileSync(join(box.location, ".husky/pre-commit"), "utf8")).toBe("exit 0\n")
+    userCommits(box)
+  }, 120_000)
+
   // A repository the model makes where there was none (the Location itself, or a folder in it) is one the user's git
   // runs once the user works there: its config, hooks, attributes and a `.git` pointer file are asked by name.
   test(`where no repository is yet, the write tool asks for a .git config, hook, attributes or pointer file`, async () => {
