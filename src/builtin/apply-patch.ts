@@ -244,6 +244,7 @@ const planOf = (
   source: Place,
   target: Place | undefined,
   replacedByMove: ReadonlySet<string>,
+  unreadable: (real: string) => boolean,
 ): Effect.Effect<Plan, Tool.Failure> =>
   Effect.gen(function* () {
     const at = `(patch line ${operation.line})`
@@ -273,7 +274,8 @@ const planOf = (
     const snapshot = yield* Text.read(source.resolved.real, source.shown)
     yield* Text.writable(source.resolved.real, source.shown, "apply_patch")
     if (operation._tag === "Delete") {
-      const removed = Text.lineCount(new TextDecoder().decode(snapshot.bytes))
+      // A delete reads nothing of the file: of one the read rules deny, not even how many lines it had.
+      const removed = unreadable(source.resolved.real) ? 0 : Text.lineCount(new TextDecoder().decode(snapshot.bytes))
       return { _tag: "Delete", operation, source, snapshot, removed } as const
     }
     const decoded = yield* Text.decode(snapshot.bytes, source.shown, "apply_patch")
@@ -320,9 +322,11 @@ const attempt = (
 ): Effect.Effect<Output | typeof FileLock.CHANGED, Tool.Failure> =>
   Effect.gen(function* () {
     const plans: Array<Plan> = []
+    const denied = Builtin.readDenied(services, context.agent)
+    const unreadable = (real: string) => denied?.(real) === true
     for (const [index, operation] of operations.entries()) {
       const { source, target } = places[index]!
-      plans.push(yield* planOf(operation, source, target, replacedByMove))
+      plans.push(yield* planOf(operation, source, target, replacedByMove, unreadable))
     }
     // A file the patch deletes to move another onto it goes first.
     plans.sort((left, right) => Number(isReplacedDelete(right, replacedByMove)) - Number(isReplacedDelete(left, replacedByMove)))

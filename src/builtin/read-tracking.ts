@@ -11,7 +11,7 @@ import * as Effect from "effect/Effect"
 import { Reads } from "../store/reads"
 import type { Store } from "../store/store"
 import { Tool } from "../tool/tool"
-import type { Builtin } from "./builtin"
+import { Builtin } from "./builtin"
 import { Text } from "./text"
 
 /**
@@ -89,6 +89,14 @@ const check = (
     const seen = yield* store(services.reads.lookup(context.sessionID, input.path))
     if (seen === undefined) {
       if (input.unseen === "allow") return
+      // One the read rules deny is never the session's to have seen: nothing of it is told, nor to read it.
+      if (Builtin.readDenied(services, context.agent)?.(input.path) === true) {
+        return yield* new Tool.Failure({
+          message:
+            `${input.shown} already exists, and the rules deny reading it, so ${input.tool} cannot replace content ` +
+            `no one showed you. Nothing was changed. Ask the user to change it if it must change.`,
+        })
+      }
       return yield* new Tool.Failure({
         message:
           `${input.shown} already exists (${input.version.size} bytes) and has not been read in this session, so ` +

@@ -4,7 +4,7 @@
 // before anything runs: the secret never reaches stdout and no file the line would write appears.
 
 import { beforeAll, describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, readFileSync, symlinkSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { core, exec, type Sandbox, sandbox, settlementOf } from "../cli/fixture"
 import { binary } from "../support/binary"
@@ -253,6 +253,24 @@ describe("edit and apply_patch meet the read rules of the files they change", ()
     const deleted = settlementOf(await exec(box, "apply_patch", patch("*** Delete File: new.env\n")))
     expect(deleted.status).toBe("success")
     expect(existsSync(join(box.location, "new.env"))).toBe(false)
+  })
+
+  test("nothing of a denied file is told: not its size to a write over it, nor its lines to a delete", async () => {
+    const box = secrets()
+    writeFileSync(join(box.location, "app.env"), "A=1\nB=2\nC=3\n")
+    const written = settlementOf(await exec(box, "write", { filePath: "app.env", content: "X=1\n" }))
+    expect(written.status).toBe("error")
+    expect(written.error?.message).toBe(
+      "app.env already exists, and the rules deny reading it, so write cannot replace content no one showed you. Nothing was changed. Ask the user to change it if it must change.",
+    )
+    const deleted = settlementOf(await exec(box, "apply_patch", patch("*** Delete File: app.env\n")))
+    expect(deleted.status).toBe("success")
+    expect(JSON.stringify(deleted.content)).toContain("D app.env")
+    expect(JSON.stringify(deleted.content)).not.toMatch(/app\.env \(-3\)|"removed":3/)
+    expect(JSON.stringify(deleted.structured)).not.toContain('"removed":3')
+    // A file the rules let it read still says what a delete took.
+    const notes = settlementOf(await exec(box, "apply_patch", patch("*** Delete File: notes.txt\n")))
+    expect(JSON.stringify(notes.content)).toContain("D notes.txt (-1)")
   })
 })
 
