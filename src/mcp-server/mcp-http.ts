@@ -12,6 +12,7 @@ export * as McpHttp from "./mcp-http"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import { isJsonContentType } from "@modelcontextprotocol/sdk/shared/mediaType.js"
 import {
+  ErrorCode,
   isInitializeRequest,
   SUPPORTED_PROTOCOL_VERSIONS,
   type JSONRPCMessage,
@@ -110,12 +111,24 @@ class Transport extends WebStandardStreamableHTTPServerTransport {
     if (version !== null && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return undefined
     const answering = session.answer(body)
     if (answering === undefined) return undefined
-    return answering.then((message) =>
-      // Cancelled: no answer (as the SDK sends none), and the POST ends rather than stay open for good.
-      message === undefined
-        ? new Response(null, { status: 202, headers: { "mcp-session-id": id } })
-        : new Response(JSON.stringify(message), { status: 200, headers: { "Content-Type": "application/json", "mcp-session-id": id } }),
-    )
+    const json = { "Content-Type": "application/json", "mcp-session-id": id }
+    return answering.then((message) => {
+      if (message !== undefined) return new Response(JSON.stringify(message), { status: 200, headers: json })
+      // Cancelled by the client (notifications/cancelled): no answer, as the SDK sends none, and the POST ends
+      // rather than stay open for good.
+      if (!state._closed) return new Response(null, { status: 202, headers: { "mcp-session-id": id } })
+      // Cancelled as its session ended (DELETE /mcp, core stopping): the client still waits on this request.
+      return new Response(JSON.stringify(sessionEnded((body as { readonly id: string | number }).id)), { status: 200, headers: json })
+    })
+  }
+
+  /**
+   * Answers every request still waiting on one of this session's POSTs (a call's stream) that its session ended: the
+   * transport, closing, would end the streams with nothing said, and leave each client waiting on its ids.
+   */
+  endRequests(): Promise<void> {
+    const waiting = [...this.answering._requestToStreamMapping.keys()]
+    return Promise.allSettled(waiting.map((id) => this.send(sessionEnded(id)))).then(() => undefined)
   }
 
   // Each message goes as the POST it belongs to is answered; the SDK reads this before sending first waits.
@@ -128,6 +141,16 @@ class Transport extends WebStandardStreamableHTTPServerTransport {
     return super.send(message, options)
   }
 }
+
+/** The answer to a request whose session ended before it was answered (its call is cancelled). */
+const sessionEnded = (id: string | number): JSONRPCMessage => ({
+  jsonrpc: "2.0",
+  id,
+  error: {
+    code: ErrorCode.ConnectionClosed,
+    message: "The session ended before this call settled: the call was cancelled. Start a new session to call again.",
+  },
+})
 
 /** Whether answering the POSTed `body` may send the session's client anything before the results. */
 const streams = (session: Mcp.Session, body: unknown): boolean =>
@@ -288,6 +311,12 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
               "session, or given twice in this batch; use a new id for each request",
             reused,
           )
+        }
+        // A DELETE the transport takes (a protocol version it supports) ends the session: what is still waiting on its
+        // streams is told so first.
+        const version = request.request.headers.get("mcp-protocol-version")
+        if (request.request.method === "DELETE" && (version === null || SUPPORTED_PROTOCOL_VERSIONS.includes(version))) {
+          yield* Effect.promise(() => open.transport.endRequests())
         }
         const json = post && !streams(open.session, request.body)
         // Traced, the calls this request carries sit under its span, not under the request that opened the session.

@@ -139,6 +139,32 @@ describe("/mcp", () => {
     expect(runs(box, "wait")).toBe(1)
   })
 
+  // Answered 202 with no body, the POST left an SDK client waiting on the call's id until its own timeout.
+  test("a call running as its session ends is answered, under its id, that the session ended; a streamed one too", async () => {
+    const { web, box } = await served({ "tools/wait.ts": WAIT })
+    const { client, transport } = await connect(web.handler)
+    const id = transport.sessionId!
+    const headers = { host: HOST, authorization: `Bearer ${TOKEN}`, "mcp-session-id": id, "mcp-protocol-version": "2025-06-18" }
+    const plain = post(web.handler, headers, { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "wait", arguments: {} } })
+    let started!: () => void
+    const running = new Promise<void>((resolve) => {
+      started = resolve
+    })
+    const streamed = client.callTool({ name: "wait", arguments: {} }, CallToolResultSchema, { onprogress: () => started() })
+    streamed.catch(() => undefined)
+    await running
+    for (let tries = 0; tries < 200 && runs(box, "wait") < 2; tries++) await Bun.sleep(10)
+    await transport.terminateSession()
+    const answer = await plain
+    expect(answer.status).toBe(200)
+    expect(await answer.json()).toEqual({
+      jsonrpc: "2.0",
+      id: 7,
+      error: { code: -32000, message: "The session ended before this call settled: the call was cancelled. Start a new session to call again." },
+    })
+    await expect(streamed).rejects.toThrow(/session ended|Connection closed/i)
+  })
+
   test("a session unused for the idle period is ended by the next request; one with a call running is kept", async () => {
     let clock = 0
     const { web, mcp } = await served({ "tools/wait.ts": WAIT }, { sessions: { idleMs: 1_000, now: () => clock } })
