@@ -175,15 +175,15 @@ export const make = (options: Options) => {
   const { sidecar } = options
   const calls = sidecar.calls
 
-  /** The request's body as text (undefined past the limit); a failure to read it, or bytes not UTF-8, the router's 400. */
-  const bodyOf = async (request: Request, declared: boolean): Promise<string | undefined | Response> => {
+  /** The request's body as text; past the limit, unreadable or not UTF-8, why it is refused (as the router refuses it). */
+  const bodyOf = async (request: Request, declared: boolean): Promise<string | Respond.Problem> => {
     try {
       const bytes = declared ? await request.bytes() : await readCounting(request)
-      if (bytes === undefined) return undefined
-      return Respond.utf8(bytes) ?? problem(Respond.notUtf8)
+      if (bytes === undefined) return Respond.tooLarge
+      return Respond.utf8(bytes) ?? Respond.notUtf8
     } catch (cause) {
       const reason = cause instanceof Error ? cause.message : String(cause)
-      return problem(Respond.badRequest(`The request body could not be read: ${reason}`))
+      return Respond.badRequest(`The request body could not be read: ${reason}`)
     }
   }
 
@@ -269,8 +269,8 @@ export const make = (options: Options) => {
   const respond = async (request: Request, route: Route, held: Held, declared: boolean): Promise<Response> => {
     try {
       const raw = await bodyOf(request, declared)
-      if (raw instanceof Response) return raw
-      if (raw === undefined) return problem(Respond.tooLarge)
+      // To `/mcp`, in JSON-RPC's words.
+      if (raw instanceof Respond.Problem) return route.kind === "mcp" ? answer(raw.status, Respond.rpcRefusal(raw)) : problem(raw)
       options.release?.(request)
       return route.kind === "calls"
         ? await settle(request, raw, route, held)

@@ -28,6 +28,13 @@ export class Problem extends Schema.TaggedError<Problem>()("Respond.Problem", {
 }) {}
 
 export const badRequest = (message: string) => new Problem({ status: 400, kind: "bad_request", message })
+
+/**
+ * A refusal of a body POSTed to `/mcp`, as JSON-RPC words it (an MCP client reads no other shape): bytes that are no
+ * JSON text (not UTF-8, unreadable) are a parse error, anything else (too large) an invalid request.
+ */
+export const rpcRefusal = (refusal: Problem): string =>
+  JSON.stringify({ jsonrpc: "2.0", error: { code: refusal.status === 400 ? -32700 : -32600, message: refusal.message }, id: null })
 export const notFound = (message: string) => new Problem({ status: 404, kind: "not_found", message })
 
 /**

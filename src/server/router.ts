@@ -90,7 +90,7 @@ export const make = (options: Options): WebHandler => {
    * The refusal of a request that fails a check made before routing, in this order: Host, token (unless the path
    * is public), declared body size. A chunked body's size is checked as it is read.
    */
-  const refusal = (request: HttpServerRequest.HttpServerRequest, isPublic: boolean) => {
+  const refusal = (request: HttpServerRequest.HttpServerRequest, isPublic: boolean, rpc = false) => {
     const host = Respond.header(request, "host")
     // Refused, the connection is closed after the answer: a client without the token has nothing more to ask on it
     // (the guard also keeps a never-released connection's deadline from its first byte).
@@ -113,7 +113,7 @@ export const make = (options: Options): WebHandler => {
         { "www-authenticate": "Bearer", connection: "close" },
       )
     }
-    if (Respond.declaresTooLarge(request)) return Respond.problem(Respond.tooLarge)
+    if (Respond.declaresTooLarge(request)) return rpc ? Respond.text(413, Respond.rpcRefusal(Respond.tooLarge)) : Respond.problem(Respond.tooLarge)
     return undefined
   }
 
@@ -122,10 +122,10 @@ export const make = (options: Options): WebHandler => {
    * handler that acts on a Location gets the request's (`X-Core-Location`, checked after routing); the others
    * (health, and refusals of a method) get the serve's own, unused.
    */
-  const respond = (isPublic: boolean, handler: Handlers.Handler, actsOnLocation = !isPublic, directoryOnly = false) =>
+  const respond = (isPublic: boolean, handler: Handlers.Handler, actsOnLocation = !isPublic, directoryOnly = false, rpc = false) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const refused = refusal(request, isPublic)
+      const refused = refusal(request, isPublic, rpc)
       if (refused !== undefined) return refused
       if (!isPublic) {
         // Read here, so that a trusted request is released from the read deadline only once its body is in.
@@ -141,7 +141,10 @@ export const make = (options: Options): WebHandler => {
       const params = yield* HttpRouter.params
       return yield* handler({ request, params, served, directory: served.directory })
     }).pipe(
-      Effect.catchTag("Respond.Problem", (refusal) => Effect.succeed(Respond.problem(refusal))),
+      // To `/mcp` (`rpc`), in JSON-RPC's words: an MCP client reads no other shape.
+      Effect.catchTag("Respond.Problem", (refusal) =>
+        Effect.succeed(rpc ? Respond.text(refusal.status, Respond.rpcRefusal(refusal)) : Respond.problem(refusal)),
+      ),
       Effect.catchTag("Settler.OperationalError", (failure) => {
         options.log(`core: operational failure: ${Terminal.block(failure.message)}`)
         return Effect.succeed(Respond.error(500, "operational", failure.message))
@@ -217,7 +220,7 @@ export const make = (options: Options): WebHandler => {
   const routes = HttpRouter.use((router) =>
     Effect.gen(function* () {
       if (options.mcp !== undefined) {
-        const handler = respond(false, mcpRoute(options.mcp))
+        const handler = respond(false, mcpRoute(options.mcp), true, false, true)
         for (const method of MCP_METHODS) yield* router.add(method, "/mcp", handler)
         const refuse = respond(false, methodNotAllowed(MCP_METHODS), false)
         for (const method of METHODS) {

@@ -173,6 +173,30 @@ describe("/mcp against a token holder's hostile requests", () => {
     expect(chunked.status).toBe(413)
     expect(mcp.size()).toBe(0)
   })
+
+  // Answered in the API's error shape ({"error":{"kind":…}}), which an MCP client cannot read.
+  test("a body not UTF-8, or over the cap, is refused in JSON-RPC's words, before a session and in one", async () => {
+    const { web } = await served({ "tools/echo.ts": ECHO })
+    const { transport } = await connect(web.handler)
+    const raw = (headers: Record<string, string>, body: Uint8Array | string) =>
+      web.handler(
+        new Request(`http://${HOST}/mcp`, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+          body,
+        }),
+      )
+    const notUtf8 = Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":7,"method":"ping","x":"'), Buffer.from([0xff]), Buffer.from('"}')])
+    const big = `{"a":"${"x".repeat(11 * 1024 * 1024)}"}`
+    for (const headers of [AUTH, { ...AUTH, "mcp-session-id": transport.sessionId! }]) {
+      const refused = await raw(headers, notUtf8)
+      expect(refused.status).toBe(400)
+      expect(await refused.json()).toEqual({ jsonrpc: "2.0", error: { code: -32700, message: expect.stringContaining("not valid UTF-8") }, id: null })
+      const large = await raw(headers, big)
+      expect(large.status).toBe(413)
+      expect(await large.json()).toEqual({ jsonrpc: "2.0", error: { code: -32600, message: expect.stringContaining("10 MiB") }, id: null })
+    }
+  })
 })
 
 describe("/mcp elicitation across sessions", () => {
