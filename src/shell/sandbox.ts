@@ -18,6 +18,7 @@ import { Homes } from "../permission/homes"
 import { Toolchains } from "../permission/toolchains"
 import { Home } from "./home"
 import { Landlock } from "./landlock"
+import { LoginPath } from "./login-path"
 import { ProcessDirs } from "./process-dirs"
 
 /** What the caller decides: where the command runs and what was approved for this call. */
@@ -310,7 +311,10 @@ const workOut = (
 
 export interface Prepared {
   readonly grants: Landlock.Grants
-  /** Variables the command gets: TMPDIR when it has a temp directory of its own, and the cache variables (Home.CACHES). */
+  /**
+   * Variables the command gets: TMPDIR when it has a temp directory of its own, the cache variables (Home.CACHES),
+   * and BASH_ENV, which gives a login shell the PATH back (./login-path).
+   */
   readonly env: Readonly<Record<string, string>>
   /**
    * The paths a command's output says it was refused ("Permission denied", EACCES) that this sandbox keeps out of
@@ -434,7 +438,9 @@ export const prepare = (
     cache,
     ...allowed,
   ]
-  const grants = { read, devices, write }
+  // What puts the command's PATH back in a login shell (./login-path), unless the user's environment names its own.
+  const login = env.BASH_ENV === undefined && env.PATH !== undefined ? LoginPath.file(join(core[1]!, "shell"), env.PATH) : undefined
+  const grants = { read: login === undefined ? read : [...read, login], devices, write }
   const home = env.HOME || homedir()
   const grantedAll = [...write, ...read, ...devices]
   const reachable = (path: string) => !secret.some((dir) => within(dir, path)) && grantedAll.some((dir) => within(dir, path))
@@ -486,6 +492,7 @@ export const prepare = (
     env: {
       ...Home.cacheEnv(cache),
       ...(temporary === undefined ? {} : { TMPDIR: temporary, TMP: temporary, TEMP: temporary }),
+      ...(login === undefined ? {} : { BASH_ENV: login }),
     },
     refused,
     granted: made.granted,

@@ -86,6 +86,20 @@ describe("the sandbox on a developer's home", () => {
     expect(leaked(box, all(run))).toEqual([])
   })
 
+  // Debian's /etc/profile sets PATH anew, and the login files that add the toolchains to it are unreadable in the
+  // sandbox: `bash -lc cargo` said "command not found".
+  test.skipIf(!LANDLOCK)(`a login shell (bash -lc) finds the toolchains on the command's PATH; a plain one's PATH stays as given${needs}`, async () => {
+    const box = sandbox({ "core.json": ALLOW_ALL })
+    writeFileSync(join(box.user.home, ".profile"), "export GITHUB_TOKEN=CORE-SECRET-profile\n")
+    const { run, output } = await bash(box, `bash -lc rustc-dev && bash -l -c 'command -v dev-tool' && bash -c 'printf %s "$PATH"'`)
+    const lines = output.stdout.split("\n")
+    expect(lines[0]).toBe("rust-stable")
+    expect(lines[1]).toBe(join(box.user.home, ".local/bin/dev-tool"))
+    expect(lines[2]).toBe(box.env.PATH)
+    expect(output.exitCode).toBe(0)
+    expect(leaked(box, all(run))).toEqual([])
+  })
+
   test.skipIf(!LANDLOCK)(`plain commands read ~/.gitconfig and the toolchains' own files${needs}`, async () => {
     const box = sandbox({ "core.json": ALLOW_ALL })
     const { output } = await bash(box, "cat ~/.gitconfig ~/.cargo/config.toml ~/.rustup/toolchains/stable/lib/version ~/.npm/_cacache/index-v5/entry")
