@@ -540,29 +540,38 @@ const kindOf = (path: string): "missing" | "entry" | "other" => {
 const MAX_INCLUDES = 50
 
 /**
- * The config keys whose value is a command git runs (a shell line, or a program's path), by section ("any": every
- * key of the section, `pager.log`, `alias.x`): a program of the project one of them names runs as surely as a hook.
+ * The keys whose value is a command git runs, by section (subsections aside: `filter "lfs"` is `filter`; "any":
+ * every key of the section), and whether only a value starting with `!` is one (an alias, a submodule's update):
+ * `core.pager`, `diff.external`, a diff driver's `textconv`, a filter's `clean`, `credential.helper`, `gpg.program`...
  */
-const COMMANDS: Readonly<Record<string, ReadonlySet<string> | "any">> = {
-  core: new Set(["fsmonitor", "editor", "pager", "sshcommand", "askpass", "gitproxy", "alternaterefscommand"]),
-  credential: new Set(["helper"]),
-  filter: new Set(["clean", "smudge", "process"]),
-  diff: new Set(["textconv", "command", "external"]),
-  merge: new Set(["driver"]),
-  gpg: new Set(["program", "defaultkeycommand"]),
-  sequence: new Set(["editor"]),
-  interactive: new Set(["difffilter"]),
-  submodule: new Set(["update"]),
-  remote: new Set(["uploadpack", "receivepack", "proxy"]),
-  uploadpack: new Set(["packobjectshook"]),
-  difftool: new Set(["cmd", "path"]),
-  mergetool: new Set(["cmd", "path"]),
-  browser: new Set(["cmd", "path"]),
-  man: new Set(["cmd", "path"]),
-  trailer: new Set(["command", "cmd"]),
-  sendemail: new Set(["smtpserver", "tocmd", "cccmd", "headercmd", "sendmailcmd"]),
-  pager: "any",
-  alias: "any",
+const COMMANDS: Readonly<Record<string, { readonly keys: ReadonlySet<string> | "any"; readonly bang?: true }>> = {
+  core: { keys: new Set(["pager", "editor", "fsmonitor", "sshcommand", "askpass", "gitproxy", "alternaterefscommand"]) },
+  sequence: { keys: new Set(["editor"]) },
+  diff: { keys: new Set(["external", "command", "textconv"]) },
+  pager: { keys: "any" },
+  gpg: { keys: new Set(["program", "defaultkeycommand"]) },
+  filter: { keys: new Set(["clean", "smudge", "process"]) },
+  merge: { keys: new Set(["driver"]) },
+  mergetool: { keys: new Set(["cmd", "path"]) },
+  difftool: { keys: new Set(["cmd", "path"]) },
+  credential: { keys: new Set(["helper"]) },
+  browser: { keys: new Set(["cmd", "path"]) },
+  man: { keys: new Set(["cmd", "path"]) },
+  guitool: { keys: new Set(["cmd"]) },
+  interactive: { keys: new Set(["difffilter"]) },
+  remote: { keys: new Set(["uploadpack", "receivepack", "proxy"]) },
+  uploadpack: { keys: new Set(["packobjectshook"]) },
+  sendemail: { keys: new Set(["smtpserver", "sendmailcmd", "tocmd", "cccmd", "headercmd"]) },
+  trailer: { keys: new Set(["command", "cmd"]) },
+  alias: { keys: "any", bang: true },
+  submodule: { keys: new Set(["update"]), bang: true },
+}
+
+/** Whether `section.key = value` of a git config is a command git runs (COMMANDS). */
+export const runsCommand = (section: string, key: string, value: string): boolean => {
+  const runs = COMMANDS[section]
+  if (runs === undefined || (runs.keys !== "any" && !runs.keys.has(key))) return false
+  return runs.bang !== true || value.trimStart().startsWith("!")
 }
 
 /**
@@ -607,7 +616,7 @@ const pointedAt = (configs: ReadonlyArray<string>, root: string, user = true, lo
         found.push({ path, what: `${path}, the hooks directory core.hooksPath names in ${file}, whose hooks git runs` })
         // husky's (`.husky/_`): each hook there runs the script of its name in the folder above (`.husky/pre-commit`).
         if (basename(path) === "_") found.push({ path: dirname(path), what: `${dirname(path)}, whose scripts the hooks of ${path} run` })
-      } else if (runsProgram(section, key)) {
+      } else if (runsCommand(section, key, value)) {
         for (const path of new Set(programPaths(value, [...new Set([root, location])], expand))) {
           if (kindOf(path) !== "other") found.push({ path, what: `${path}, a program ${section}.${key} in ${file} has git run` })
         }
@@ -620,12 +629,6 @@ const pointedAt = (configs: ReadonlyArray<string>, root: string, user = true, lo
     }
   }
   return found
-}
-
-/** Whether `section.key` of a git config is a command git runs (COMMANDS). */
-const runsProgram = (section: string, key: string): boolean => {
-  const keys = COMMANDS[section]
-  return keys === "any" || (keys !== undefined && keys.has(key))
 }
 
 /** The values a git config's text gives `section.key` (both lower case; a subsection's dropped), in order. */

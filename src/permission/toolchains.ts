@@ -204,33 +204,6 @@ export const RUNS: ReadonlyArray<string> = [
 const INCLUDES_MAX = 5
 
 /**
- * The keys whose value is a command git runs, by section (subsections aside: `filter "lfs"` is `filter`), and
- * whether only a value starting with `!` is one (an alias, a submodule's update): `core.pager`, `diff.external`, a
- * diff driver's `textconv`, a filter's `clean`, `credential.helper`, `gpg.program`... git runs the first word of
- * each, and one that is a path (`~/bin/pager.sh`, `/opt/tools/clean`) is a program of the user's own.
- */
-const PROGRAMS: Readonly<Record<string, { readonly keys: ReadonlySet<string> | "any"; readonly bang?: true }>> = {
-  core: { keys: new Set(["pager", "editor", "fsmonitor", "sshcommand", "askpass"]) },
-  sequence: { keys: new Set(["editor"]) },
-  diff: { keys: new Set(["external", "command", "textconv"]) },
-  pager: { keys: "any" },
-  gpg: { keys: new Set(["program"]) },
-  filter: { keys: new Set(["clean", "smudge", "process"]) },
-  merge: { keys: new Set(["driver"]) },
-  mergetool: { keys: new Set(["cmd", "path"]) },
-  difftool: { keys: new Set(["cmd", "path"]) },
-  credential: { keys: new Set(["helper"]) },
-  browser: { keys: new Set(["cmd", "path"]) },
-  guitool: { keys: new Set(["cmd"]) },
-  interactive: { keys: new Set(["difffilter"]) },
-  remote: { keys: new Set(["uploadpack", "receivepack"]) },
-  uploadpack: { keys: new Set(["packobjectshook"]) },
-  sendemail: { keys: new Set(["smtpserver", "sendmailcmd"]) },
-  alias: { keys: "any", bang: true },
-  submodule: { keys: new Set(["update"]), bang: true },
-}
-
-/**
  * The paths a command names, as `sh -c` runs it (git runs a config's commands so, and programs the environment's
  * `PAGER` or `PROMPT_COMMAND`): every word, quotes and backslashes undone, and each part of one after `=`, `:` or
  * `@` (`LESS=R /x`, `--require=/x.js`, `-javaagent:/a.jar`, `@/init.lua`), that is an absolute path once `~`,
@@ -279,7 +252,7 @@ export const commandPaths = (command: string, home: string): ReadonlyArray<strin
 /**
  * The files the git configs `configs` (the user's: `~/.gitconfig`, `~/.config/git/config`) name for git to read
  * or run: `core.excludesFile`, `core.attributesFile`,
- * `core.hooksPath`, `init.templateDir`, the program a command key runs by its path (PROGRAMS: `core.pager =
+ * `core.hooksPath`, `init.templateDir`, the program a command key runs by its path (Git.runsCommand: `core.pager =
  * ~/bin/pager.sh`, `diff.external`, a filter's `clean`...), and the files `[include]` and `[includeIf]` sections
  * pull in (git gives up on a config whose include it may not read), followed through their own includes; under the
  * home or elsewhere. A relative path is taken against the including file's directory, as git does. `/` and the home
@@ -308,9 +281,7 @@ const gitFiles = (
       if (key === "path" && depth < INCLUDES_MAX) visit(path, depth + 1)
       return
     }
-    const runs = PROGRAMS[section]
-    if (runs === undefined || (runs.keys !== "any" && !runs.keys.has(key))) return
-    if (runs.bang === true && !value.trimStart().startsWith("!")) return
+    if (!Git.runsCommand(section, key, value)) return
     for (const path of commandPaths(value, home)) add(path)
   }
   const visit = (file: string, depth: number): void => {
