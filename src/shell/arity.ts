@@ -267,6 +267,10 @@ export const SUBCOMMAND_WRAPPERS: Readonly<Record<string, Wrapper>> = {
   "perf record": wrapper(["-e", "-o", "-F", "-c", "-C", "-p", "-t", "-g", "-m", "--event", "--output", "--call-graph", "--pid", "--freq", "--count"], 0, false, ["-a", "-g", "-q", "-v", "-s"]),
   "perf trace": wrapper(["-e", "-o", "-p", "-t", "--event", "--output", "--pid"], 0, false, ["-a", "-s", "-f", "-v"]),
   "git bisect run": wrapper(),
+  // cmake's command mode: `cmake -E env [--unset=NAME] [NAME=VALUE]... CMD`, `cmake -E time CMD`, `cmake -E chdir DIR CMD`.
+  "cmake -E env": wrapper([], 0, true, ["--modify", "--unset"]),
+  "cmake -E time": wrapper(),
+  "cmake -E chdir": wrapper([], 1),
   "nix develop": wrapper([], 1),
   "nix shell": wrapper([], 1),
   "apptainer exec": wrapper(["-B", "--bind", "--home", "-W", "--workdir", "--env"], 1, false, ["-c", "-C", "-e", "--contain", "--cleanenv"]),

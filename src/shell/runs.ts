@@ -26,6 +26,12 @@ export interface Inner {
    * runs): then the command is judged as that code, unwrapped.
    */
   readonly unwrapped?: boolean
+  /**
+   * Commands a program core does not know may run, by a program named among its arguments (`logsave LOG rm x` runs
+   * `rm x`, `mvn test` runs no `test`): from each word that could name one, the words from there on. Unlike
+   * `commands`, they are checked only against rules about them and not about the program itself (./command-checks).
+   */
+  readonly named?: ReadonlyArray<ReadonlyArray<Word>>
 }
 
 /**
@@ -594,7 +600,25 @@ const NOT_CODE: ReadonlySet<string> = new Set([
 /** vi and its kin run an ex command given as `+CMD` (`vim '+!rm x'`), `-c`, `--cmd` or a script given with `-S`. */
 const VI: ReadonlySet<string> = new Set(["vi", "vim", "nvim", "view", "vimdiff", "gvim", "rvim", "evim"])
 
-/** A program core knows nothing about: opaque when it is handed a command line (`-c CODE`, `--eval CODE`). */
+/** Whether a word written out could name a program to run: a bare name or a path, not an option or an assignment. */
+const namesProgram = (word: Word): boolean =>
+  word.value !== undefined && !word.glob && /^[\w./][^\s=]*$/.test(word.value) && !/^\.{1,2}$/.test(word.value)
+
+/**
+ * Where an unknown program's arguments were read for the commands they may name (the first word of each): such a
+ * command is not read for them again, its words being the program's own, already read (without it, each of n
+ * words would be read 2^n times).
+ */
+const namedStarts = new WeakSet<Word>()
+
+/** How many words of an unknown program may name a command before what it runs is not read word by word. */
+const MAX_NAMED = 64
+
+/**
+ * A program core knows nothing about: opaque when it is handed a command line (`-c CODE`, `--eval CODE`);
+ * otherwise it may still run a command named among its arguments, as the wrappers core knows do (`logsave LOG
+ * rm x`, `choom -n 5 -- rm x`), so each is `named` for the rules about it.
+ */
 const unknown = (name: string, words: ReadonlyArray<Word>): Inner => {
   if (VI.has(name) && words.slice(1).some((word) => /^(\+.|-S|-u|-s$)/.test(word.value ?? word.text))) {
     return opaque(`${name} is given editor commands, which can run programs`)
@@ -605,7 +629,11 @@ const unknown = (name: string, words: ReadonlyArray<Word>): Inner => {
     if (value === "--") break
     if (CODE_OPTIONS.test(value)) return opaque(`${name} ${value.replace(/=.*$/s, "")} may run code or a command core cannot read`)
   }
-  return NOTHING
+  if (namedStarts.has(words[0]!)) return NOTHING
+  const starts = words.flatMap((word, index) => (index > 0 && namesProgram(word) ? [index] : []))
+  if (starts.length > MAX_NAMED) return opaque(`${name} is given more words than core reads for a command they may name`)
+  for (const start of starts) namedStarts.add(words[start]!)
+  return starts.length === 0 ? NOTHING : { ...NOTHING, named: starts.map((start) => words.slice(start)) }
 }
 
 /**
@@ -630,8 +658,37 @@ const tarRuns = (value: string): boolean =>
   (!/^--checkpoint(=|$)/.test(value) &&
     longOption(value, "to-command", "checkpoint-action", "use-compress-program", "info-script", "new-volume-script", "rsh-command"))
 
+/**
+ * make given code on its command line: `--eval TEXT` (`-E`, also in a group of short options), and a variable whose
+ * value can run a command: one that expands (`X=$(shell …)`: make expands every exported variable for each recipe,
+ * used or not), one set to a command's output (`X!=CMD`), one holding a command line (`CC='rm -f x'`, which a
+ * recipe runs), or the shell recipes run in (`SHELL=`, `.SHELLFLAGS=`). Otherwise make runs its makefile's
+ * recipes, which are files, and names no command (`make test` runs no `test`).
+ */
+const make = (words: ReadonlyArray<Word>): Inner => {
+  for (const word of words.slice(1)) {
+    const value = word.value
+    const text = value ?? word.text
+    if (text === "--") break
+    if (/^-[A-Za-z]*E/.test(text) || longOption(text, "eval")) return opaque("make --eval runs make code core does not read")
+    if (text.startsWith("-") || !text.includes("=")) continue
+    if (value === undefined) return opaque("make is given a variable held in an expansion, which its recipes may run")
+    const [, name, operator, assigned] = /^([^=]*?)(::?=|:::=|[!?+]?=)([\s\S]*)$/.exec(value) ?? []
+    if (operator === "!=" || /^\s*\.?SHELL(FLAGS)?\s*$/.test(name ?? "") || /[$`\s;|&<>()]/.test(assigned ?? "")) {
+      return opaque("make is given a variable whose value can run a command (its expansions and recipes)")
+    }
+  }
+  return NOTHING
+}
+
 /** Commands whose own options say whether, and what, they run. */
 const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | undefined>> = {
+  make,
+  gmake: make,
+  go: (words) => (words.some((word) => GO_RUNS.test(word.value ?? word.text)) ? opaque("go is told to run a program of its own choosing") : undefined),
+  // `--config KEY=VALUE` can name the runner, linker or wrapper cargo runs (`target.x86_64-unknown-linux-gnu.runner`).
+  cargo: (words) =>
+    words.some((word) => /^--config(=|$)/.test(word.value ?? word.text)) ? opaque("cargo --config can name a program cargo runs") : undefined,
   tar: (words) =>
     words.slice(1).some((word) => tarRuns(word.value ?? word.text)) ||
     // The traditional first word, letters without a dash (`tar cIf PROG a.tar d`).
@@ -780,6 +837,14 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
       return line.length === 1 && line[0]!.value !== undefined ? coded([line[0]!.value]) : opaque("git submodule foreach runs code core cannot read")
     }
     if (subcommand === "filter-branch") return opaque("git filter-branch runs code core cannot read")
+    // Subcommands whose arguments are a command line they run: remote-ext's second, the web server and browser
+    // instaweb and web--browse start, and the hooks and programs of daemon and send-email.
+    if (subcommand === "remote-ext") return opaque("git remote-ext runs the command line it is given")
+    if (subcommand === "instaweb" || subcommand === "web--browse") return opaque(`git ${subcommand} starts a program it is told of`)
+    if (subcommand === "daemon" && rest.some((value) => longOption(value, "access-hook"))) return opaque("git daemon --access-hook runs a command")
+    if (subcommand === "send-email" && rest.some((value) => sendsByCommand(value))) {
+      return opaque("git send-email is told to run a command")
+    }
     if (subcommand === "config" && rest.filter((value) => !value.startsWith("-")).length > 1 && !rest.some((value) => /^--(get|list|unset)/.test(value))) {
       return opaque("git config can set commands (aliases, pagers, hooks) that later git commands run")
     }
@@ -887,6 +952,15 @@ const longOption = (value: string, ...names: ReadonlyArray<string>): boolean => 
   const given = /^--([a-z][a-z0-9-]*)(=|$)/.exec(value)?.[1]
   return given !== undefined && names.some((name) => name.startsWith(given))
 }
+
+/** An option of git send-email that names a program it runs, spelled out or shortened (`--to` is an option of its own). */
+const sendsByCommand = (value: string): boolean => {
+  const given = /^--([a-z-]+)(=|$)/.exec(value)?.[1]
+  return given !== undefined && given.length > 2 && ["to-cmd", "cc-cmd", "header-cmd", "sendmail-cmd", "smtp-server"].some((name) => name.startsWith(given))
+}
+
+/** go's flags that run a program of their own around what it builds or tests (`go test -exec PROG`). */
+const GO_RUNS = /^--?(exec|toolexec|vettool)(=|$)/
 
 /** git's subcommands that push under another name, with how many words name them (`subtree push` is two). */
 const PUSHES: Readonly<Record<string, number>> = { "send-pack": 1, "http-push": 1 }

@@ -12,7 +12,9 @@ import { Planted } from "../../src/shell/planted"
 import { inChild } from "../support/in-child"
 
 const checks = async (text: string) => CommandChecks.checks(await Effect.runPromise(CommandLine.parse(text)))
-const plain = async (text: string) => (await checks(text)).filter((check) => check.opaque === undefined).map((check) => check.resource)
+const plain = async (text: string) =>
+  (await checks(text)).filter((check) => check.opaque === undefined && check.named === undefined).map((check) => check.resource)
+const named = async (text: string) => (await checks(text)).filter((check) => check.named !== undefined).map((check) => [check.resource, check.named])
 const opaque = async (text: string) => (await checks(text)).filter((check) => check.opaque !== undefined).map((check) => check.resource)
 const planted = async (text: string) => (await checks(text)).filter((check) => check.protected !== undefined).map((check) => check.resource)
 const owners = async (text: string) => CommandChecks.paths(await Effect.runPromise(CommandLine.parse(text))).map((path) => path.owner)
@@ -189,6 +191,91 @@ describe("options that hand a program a command are checked as that command", ()
       expect([line, (await opaque(line)).length > 0]).toEqual([line, true])
     }
     for (const line of ["zip -r a.zip d", "sort -u f", "sort --check f", "vim f", "socat - TCP:localhost:80", "tar --checkpoint=10 -cf a.tar d", "tar cvzf a.tar d", "tar -xzf a.tar", "wget --user=me u"]) expect([line, await opaque(line)]).toEqual([line, []])
+  })
+})
+
+describe("a program core does not know may run a command named among its arguments", () => {
+  test("each word that could name a program starts a command the rules about it check", async () => {
+    expect(await named("logsave /dev/null rm -f victim")).toEqual([
+      ["/dev/null rm -f victim", "logsave /dev/null rm -f victim"],
+      ["null rm -f victim", "logsave /dev/null rm -f victim"],
+      ["rm -f victim", "logsave /dev/null rm -f victim"],
+      ["victim", "logsave /dev/null rm -f victim"],
+    ])
+    // Past `--`, and through a wrapper the named command is: all checked against the rules about them.
+    expect((await named("choom -n 5 -- rm x")).map(([resource]) => resource)).toContain("rm x")
+    expect((await named("luit -- sudo git push")).map(([resource]) => resource)).toEqual(expect.arrayContaining(["sudo git push", "git push"]))
+    // Not the program's own decision: its own text is the plain check.
+    expect(await plain("logsave /dev/null rm -f victim")).toEqual(["logsave /dev/null rm -f victim"])
+  })
+
+  test("options, assignments, expansions and patterns name no command", async () => {
+    expect(await named("mytool -v --out=x A=1 $X *.c . ..")).toEqual([])
+    // Programs core knows run nothing they are given as a word.
+    expect(await named("echo rm -rf x")).toEqual([])
+    expect(await named("grep -r 'rm -rf' .")).toEqual([])
+    expect(await named("make rm")).toEqual([])
+  })
+
+  test("a long line is read once per word, and past a bound is opaque", async () => {
+    const words = Array.from({ length: 60 }, (_, index) => `w${index}`).join(" ")
+    const started = performance.now()
+    expect((await named(`mytool ${words}`)).length).toBe(60)
+    expect(performance.now() - started).toBeLessThan(5_000)
+    const more = Array.from({ length: 65 }, (_, index) => `w${index}`).join(" ")
+    expect(await opaque(`mytool ${more}`)).toEqual([`mytool ${more}`])
+  })
+
+  test("cmake -E env, time and chdir run the command after them", async () => {
+    expect(await plain("cmake -E env A=1 --unset=B rm -f F")).toContain("rm -f F")
+    expect(await plain("cmake -E time git push")).toContain("git push")
+    expect(await plain("cmake -E chdir /tmp rm x")).toContain("rm x")
+    expect(await plain("cmake -E remove x")).toEqual(["cmake -E remove x"])
+  })
+
+  test("make given make code or a variable that can run a command is opaque; its targets are no commands", async () => {
+    for (const line of [
+      "make test 'X=$(shell rm -f x)'",
+      "make test -E '$(shell rm -f x)'",
+      "make -sE'$(shell id)'",
+      "make --eval='$(shell id)'",
+      "make --ev x",
+      "make 'X!=rm x'",
+      "make SHELL=./evil.sh",
+      "make .SHELLFLAGS=-c",
+      "make 'CC=rm -f x' all",
+      "make X=`id`",
+      'make CC="$CC"',
+    ]) {
+      expect([line, await opaque(line)]).toEqual([line, [line]])
+    }
+    for (const line of ["make test", "make -j4 CC=clang DEBUG=1 all", "make PREFIX=/usr install", "make -- X=$(id)"]) {
+      expect([line, await opaque(line)]).toEqual([line, []])
+    }
+  })
+
+  test("git subcommands that run the command line they are given are opaque", async () => {
+    for (const line of [
+      "git remote-ext origin 'sh -c rm% -f% x'",
+      "git instaweb --httpd=./x",
+      "git web--browse -b ./x u",
+      "git daemon --access-hook=./x",
+      "git send-email --to-cmd=./x a.patch",
+      "git send-email --sendmail-cmd ./x a.patch",
+      "git send-email --smtp-server=./x a.patch",
+    ]) {
+      expect([line, await opaque(line)]).toEqual([line, [line]])
+    }
+    for (const line of ["git send-email --to=a@b a.patch", "git send-email --cc a@b a.patch", "git daemon --export-all"]) {
+      expect([line, await opaque(line)]).toEqual([line, []])
+    }
+  })
+
+  test("go and cargo told to run a program of their own choosing are opaque", async () => {
+    for (const line of ["go test -exec ./x ./...", "go build -toolexec=./x", "go vet -vettool=./x", "go test --exec=./x", "cargo --config 'target.x.runner=\"rm\"' test", "GOFLAGS=-toolexec=./x go build", "RUSTC_WRAPPER=./x cargo build", "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER=./x cargo test"]) {
+      expect([line, await opaque(line)]).toEqual([line, [line]])
+    }
+    for (const line of ["go test ./...", "go build -o bin/x .", "cargo test --release"]) expect([line, await opaque(line)]).toEqual([line, []])
   })
 })
 
