@@ -14,6 +14,7 @@ import { basename, dirname, join, relative, resolve, sep } from "node:path"
 import { Boundary } from "./boundary"
 import { Closure } from "./closure"
 import { Git } from "./git"
+import { SidecarPorts } from "./sidecar-ports"
 
 /** The folders of a Location core loads skills from, in order of precedence (../location/skills reads them). */
 export const SKILL_FOLDERS = [".core/skills", ".opencode/skills", ".opencode/skill", ".claude/skills"] as const
@@ -147,6 +148,12 @@ const placesOf = (path: string, what: string): ReadonlyArray<Place> => {
   return real === path ? [{ path, what, identity }] : [{ path, what, identity }, { path: real, what, identity }]
 }
 
+/** The folder of the user's sidecars' ports (SidecarPorts): taking one out would let commands reach that sidecar. */
+const sidecarPlaces = (): ReadonlyArray<Place> => {
+  const folder = SidecarPorts.folder()
+  return folder === undefined ? [] : placesOf(folder, `${folder} (the ports of the user's core sidecars, which no command may reach)`)
+}
+
 /**
  * The protected places of a Location. `$CORE_HOME` and `$CORE_DATA_DIR` are resolved once, here: moving either
  * later is itself a change to them (or to a directory holding them), which is protected.
@@ -155,7 +162,10 @@ export const roots = (input: Omit<Roots, "fixed">): Roots => ({
   ...input,
   fixed: {
     home: placesOf(input.home, `$CORE_HOME (${input.home}: core's configuration and code for every Location)`),
-    data: placesOf(input.dataDir, `$CORE_DATA_DIR (${input.dataDir}: core's settlement store and saved approvals)`),
+    data: [
+      ...placesOf(input.dataDir, `$CORE_DATA_DIR (${input.dataDir}: core's settlement store and saved approvals)`),
+      ...sidecarPlaces(),
+    ],
     readable: input.readable.flatMap((root) => [root, realOf(root)]),
     readableIdentities: input.readable.map((root) => identityOf(root)),
   },

@@ -243,8 +243,12 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
   )
   const port = front.port
   checkHost = Security.hostChecker(options.host, port)
-  // No command core runs from now on may connect to this port (where Landlock has network rules).
-  Supervised.listening(port)
+  // No command core runs from now on may connect to this port (where Landlock has network rules), nor a command of
+  // the user's other cores.
+  const unshared = Supervised.listening(port)
+  if (unshared !== undefined) {
+    options.log(`core: warning: the user's other core processes cannot be told this port, so their commands may connect to it: ${unshared}`)
+  }
   if (!Security.isLoopback(options.host)) {
     options.log(
       `core: warning: listening on ${options.host}, reachable from other machines; anyone with the token can run tools`,

@@ -20,6 +20,7 @@ import { Home } from "./home"
 import { Landlock } from "./landlock"
 import { LoginPath } from "./login-path"
 import { ProcessDirs } from "./process-dirs"
+import { SidecarPorts } from "../permission/sidecar-ports"
 
 /** What the caller decides: where the command runs and what was approved for this call. */
 export interface Policy {
@@ -55,10 +56,11 @@ export interface Settings {
   readonly denyRead?: ReadonlyArray<string>
 }
 
-/** The directories no command may read or write: core's home and data directory (as core resolves them). */
+/** The directories no command may read or write: core's home and data directory (as core resolves them), and the sidecars' ports. */
 export const hidden = (env: Readonly<Record<string, string | undefined>> = process.env): ReadonlyArray<string> => [
   resolve(env.CORE_HOME || join(homedir(), ".config/core")),
   resolve(env.CORE_DATA_DIR || join(homedir(), ".local/share/core")),
+  ...[SidecarPorts.folder()].filter((folder) => folder !== undefined),
 ]
 
 /** Whether something is at `path` that this user can see (a PATH entry may lie in a folder it cannot search). */

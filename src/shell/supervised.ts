@@ -12,6 +12,7 @@ import { join } from "node:path"
 import { Landlock } from "./landlock"
 import { Native } from "./native"
 import { OwnExecutable } from "./own-executable"
+import { SidecarPorts } from "../permission/sidecar-ports"
 import { SystemPrograms } from "./system-programs"
 import { PipeEnd } from "./pipe-end"
 import { ProcessGroup } from "./process-group"
@@ -89,15 +90,23 @@ const launcher = (
 ]
 
 /**
- * The TCP ports this core listens on (`core serve`): commands of a sandboxed pool may not connect to them. A
- * process-wide fact, so kept here; supervisors already started for fewer ports are not used.
+ * The TCP ports this core listens on (`core serve`): commands of a sandboxed pool may not connect to them, nor to
+ * those of the user's other sidecars (SidecarPorts). A process-wide fact, so kept here; supervisors already started
+ * for other ports are not used.
  */
 const ownPorts = new Set<number>()
 
-/** Records a TCP port this core listens on, so that no sandboxed command started from now on can connect to it. */
-export const listening = (port: number): void => {
+/**
+ * Records a TCP port this core listens on, so that no sandboxed command of any core of the user started from now on
+ * can connect to it; answers why the other cores could not be told, or undefined.
+ */
+export const listening = (port: number): string | undefined => {
   ownPorts.add(port)
+  return SidecarPorts.register(port)
 }
+
+/** The ports sandboxed commands are kept off now: this core's and every other sidecar's of the user. */
+const deniedPorts = (): ReadonlyArray<number> => [...new Set([...ownPorts, ...SidecarPorts.live()])].sort((a, b) => a - b)
 
 /** The Landlock ruleset keeping commands off `ports` (Landlock.connectRuleset), kept for the ports it was built for. */
 let connectRules: { readonly ports: string; readonly fd: number } | undefined
@@ -156,8 +165,8 @@ interface Spare {
   listener: ((report: Supervisor.Report) => void) | undefined
   /** Resolves once it is up (or gone). */
   readonly ready: Promise<void>
-  /** How many of core's own ports it keeps its command from (ports are only ever added). */
-  readonly ports: number
+  /** The ports it keeps its command from (deniedPorts, joined). */
+  ports: string
   /** The marker of the run it will supervise, its record written as it started. */
   readonly marker: string
   /** Whether it is the first process of a PID namespace of its own (`Supervisor.PID`). */
@@ -560,12 +569,13 @@ export const pool = (
       reports: [],
       listener: undefined,
       ready,
-      ports: ownPorts.size,
+      ports: "",
       marker,
       pid,
       sandboxed,
     }
-    const deny = ports ? [...ownPorts] : []
+    const deny = ports ? deniedPorts() : []
+    entry.ports = deny.join(",")
     const rules = rulesFor(deny)
     // Started through unshare, the supervisor is core's executable handed over as a descriptor, after the ruleset.
     const through = isolate ? isolation() : []
@@ -648,7 +658,7 @@ export const pool = (
     entry !== undefined &&
     entry.process.exitCode === null &&
     entry.process.signalCode === null &&
-    (!ports || entry.ports === ownPorts.size)
+    (!ports || entry.ports === deniedPorts().join(","))
 
   const take = (order: Order): Spare => {
     const sandboxed = kindOf(order)

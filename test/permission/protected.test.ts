@@ -7,6 +7,7 @@ import { SqliteStore } from "../../src/store/sqlite-store"
 import { ManagedOutputs } from "../../src/output/managed-outputs"
 import { WorkTree } from "../../src/shell/work-tree"
 import { FileLock } from "../../src/builtin/file-lock"
+import { SidecarPorts } from "../../src/permission/sidecar-ports"
 import { git } from "../support/git"
 import { messageOf, world } from "./protected-harness"
 
@@ -646,6 +647,29 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     tool: "write",
     input: (w) => ({ filePath: join(w.dataDir, "evil.db"), content: "x" }),
     changed: (w) => existsSync(join(w.dataDir, "evil.db")),
+  },
+  {
+    // Taking a sidecar's port out of the folder would let the next commands reach that sidecar's API.
+    name: "apply_patch delete of a sidecar's port in the folder every core keeps commands off",
+    tool: "apply_patch",
+    setup: () => {
+      mkdirSync(SidecarPorts.folder()!, { recursive: true, mode: 0o700 })
+      writeFileSync(join(SidecarPorts.folder()!, `${process.pid}-1`), "")
+    },
+    input: () => ({ patchText: patch(`*** Delete File: ${join(SidecarPorts.folder()!, `${process.pid}-1`)}`) }),
+    changed: () => !existsSync(join(SidecarPorts.folder()!, `${process.pid}-1`)),
+  },
+  {
+    name: "bash unlink of a sidecar's port in the folder every core keeps commands off",
+    tool: "bash",
+    setup: () => {
+      mkdirSync(SidecarPorts.folder()!, { recursive: true, mode: 0o700 })
+      writeFileSync(join(SidecarPorts.folder()!, `${process.pid}-2`), "")
+    },
+    input: () => ({ command: `unlink ${join(SidecarPorts.folder()!, `${process.pid}-2`)}` }),
+    changed: () => !existsSync(join(SidecarPorts.folder()!, `${process.pid}-2`)),
+    // Core's own check; the sandbox keeps every command out of the folder besides, approved or not.
+    unsandboxed: true,
   },
   {
     name: "write a forged record into the store's journal, $CORE_DATA_DIR/core.db.journal",

@@ -7,13 +7,14 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
 import { chmodSync, closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { Effect } from "effect"
 import { Landlock } from "../../src/shell/landlock"
 import { Shell } from "../../src/shell/shell"
 import { Home } from "../../src/shell/home"
 import { Sandbox } from "../../src/shell/sandbox"
 import { Supervised } from "../../src/shell/supervised"
+import { SidecarPorts } from "../../src/permission/sidecar-ports"
 import { tempDir } from "../support/temp"
 import { inChild } from "../support/in-child"
 
@@ -134,6 +135,24 @@ describe("the shell sandbox", () => {
     expect(readFileSync(join(data, "core.db"), "utf8")).toBe("secret")
     expect(readFileSync(join(data, "core.db.journal"), "utf8")).toBe("journal\n")
     expect(readFileSync(join(home, "core.json"), "utf8")).toBe("{}")
+  })
+
+  test.skipIf(!LANDLOCK)(`the folder of the sidecars' ports is neither readable nor writable, even approved for the call${needs}`, async () => {
+    const folder = SidecarPorts.folder()!
+    mkdirSync(folder, { recursive: true, mode: 0o700 })
+    const entry = join(folder, `${process.pid}-3`)
+    writeFileSync(entry, "")
+    try {
+      const location = tempDir("core-loc-")
+      const result = await run(`ls ${folder}; rm -f ${entry}; touch ${folder}/${process.pid}-4; echo done`, location, [dirname(folder)])
+      // It sees an empty /dev/shm of its own where it can be given one, else is refused the host's.
+      expect(result.stdout.text).toBe("done\n")
+      expect(result.stderr.text).not.toContain(`${process.pid}-3`)
+      expect(existsSync(entry)).toBe(true)
+      expect(existsSync(join(folder, `${process.pid}-4`))).toBe(false)
+    } finally {
+      rmSync(entry, { force: true })
+    }
   })
 
   test.skipIf(!LANDLOCK)(`a data directory inside the Location stays hidden while the rest of the Location is usable${needs}`, async () => {

@@ -5,9 +5,11 @@
 // granting core's port to every command started after, so no command has it, nor reaches its supervisor's.
 
 import { readdirSync, readFileSync, readlinkSync } from "node:fs"
+import { SidecarPorts } from "../../src/permission/sidecar-ports"
 import { afterAll, describe, expect, test } from "bun:test"
 import { Landlock } from "../../src/shell/landlock"
 import { sandbox, serve } from "../server/support"
+import { binary } from "../support/binary"
 
 const NET = Landlock.abi() >= 4
 const needs = NET ? "" : " (SKIPPED: this kernel's Landlock has no network rules)"
@@ -74,6 +76,41 @@ describe("core serve and its own port", () => {
     served.child.kill("SIGTERM")
     await served.exited()
   }, 30_000)
+
+  test.skipIf(!NET)(`a command of one sidecar, or of core exec, cannot connect to another sidecar of the user's${needs}`, async () => {
+    // Two sidecars sharing nothing (each its own Location and data directory), as two hosts on one machine run them.
+    const first = sandbox({ "net.sh": SCRIPT })
+    const second = sandbox({})
+    const one = await serve(first)
+    const two = await serve(second)
+    const port = (served: { url: string }) => Number(new URL(served.url).port)
+    expect(readdirSync(SidecarPorts.folder()!)).toEqual(expect.arrayContaining([`${two.child.pid}-${port(two)}`]))
+    const turn = await one.turn()
+    const settled = await one.settle(turn.turnID, { name: "bash", input: { command: `bash net.sh ${port(two)} ${other.port}` } })
+    expect(settled.body.status).toBe("success")
+    const lines: Array<string> = settled.body.structured.stdout.trim().split("\n")
+    const about = (at: number) => lines.filter((line) => line.split(" ")[1] === String(at)).map((line) => line.split(" ")[2])
+    expect(about(port(two)).length).toBeGreaterThanOrEqual(2)
+    expect(new Set(about(port(two)))).toEqual(new Set(["refused"]))
+    expect(new Set(about(other.port!))).toEqual(new Set(["connected"]))
+    // core exec settling in process (its own data directory, no sidecar of it running) keeps its command off too.
+    const exec = Bun.spawn([await binary(), "exec", "bash", "--input", JSON.stringify({ command: `bash net.sh ${port(two)}` }), "--location", first.location], {
+      env: { ...process.env, ...first.env, CORE_DATA_DIR: `${first.location}-exec-data` },
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    const printed = JSON.parse(await new Response(exec.stdout).text())
+    expect(printed.status).toBe("success")
+    expect(printed.structured.stdout).toContain(`tcp ${port(two)} refused`)
+    expect(printed.structured.stdout).not.toContain("connected")
+    // A sidecar that stopped takes its port out.
+    const pid = two.child.pid
+    two.child.kill("SIGTERM")
+    await two.exited()
+    expect(readdirSync(SidecarPorts.folder()!).filter((name) => name.startsWith(`${pid}-`))).toEqual([])
+    one.child.kill("SIGTERM")
+    await one.exited()
+  }, 60_000)
 
   test.skipIf(!NET)(`no command holds the rules' descriptor or reaches its supervisor's, cold or from a spare${needs}`, async () => {
     const box = sandbox({ "fds.sh": `for fd in /proc/$$/fd/*; do readlink "$fd"; done

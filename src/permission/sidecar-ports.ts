@@ -1,0 +1,106 @@
+export * as SidecarPorts from "./sidecar-ports"
+
+// The TCP ports every `core serve` of this user on this machine listens on, kept in one folder of the user's own:
+// no sandboxed command of any core may connect to one of them (../shell/supervised). A command that reached another
+// sidecar's API with a token it found (a host's `curl -H "Authorization: Bearer …"` shows it to every process of
+// the user in /proc) could answer that sidecar's asks itself. A serve adds each port as it listens and takes it out
+// as it exits; one killed leaves it until a core finds its process gone. The folder is out of the commands' reach
+// (../shell/sandbox's hidden places) and protected from the file tools (./protected).
+
+import { existsSync, lstatSync, mkdirSync, readdirSync, unlinkSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+
+/** Where the user's folder goes: memory every process of the machine shares, which commands never see. */
+const SHARED = "/dev/shm"
+
+/**
+ * The folder, the same for every core of this user whatever its environment (not under $HOME or $TMPDIR, which
+ * each may set apart): in /dev/shm, of which a command sees only an empty one of its own. Not in /tmp: a place
+ * there that no command may reach keeps commands from having /tmp whole (../shell/sandbox). Undefined where the
+ * system has no /dev/shm.
+ */
+export const folder = (): string | undefined => {
+  const uid = process.getuid?.()
+  return uid === undefined || !existsSync(SHARED) ? undefined : join(SHARED, `core-${uid}`, "sidecar-ports")
+}
+
+/** An entry's name: the serve's pid and the port. */
+const ENTRY = /^(\d+)-(\d+)$/
+
+/** The folder once made and checked to be the user's alone (not a folder another user made first), or undefined. */
+const usable = (): string | undefined => {
+  const path = folder()
+  const uid = process.getuid?.()
+  if (uid === undefined || path === undefined) return undefined
+  try {
+    mkdirSync(path, { recursive: true, mode: 0o700 })
+    // Both the user's folder and this one: another user's folder there could have this one replaced at will.
+    for (const each of [join(path, ".."), path]) {
+      const stats = lstatSync(each)
+      if (!stats.isDirectory() || stats.uid !== uid || (stats.mode & 0o077) !== 0) return undefined
+    }
+    return path
+  } catch {
+    return undefined
+  }
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (cause) {
+    // Another user's process (EPERM) is alive too.
+    return (cause as { code?: unknown }).code === "EPERM"
+  }
+}
+
+/** The entries this process added, taken out as it exits. */
+const added = new Set<string>()
+
+/** Records that this process listens on `port`; answers why it could not, or undefined. */
+export const register = (port: number): string | undefined => {
+  const path = usable()
+  if (path === undefined) {
+    const where = folder()
+    return where === undefined ? `this system has no ${SHARED}` : `${where} is not a folder of this user's alone`
+  }
+  const entry = join(path, `${process.pid}-${port}`)
+  try {
+    writeFileSync(entry, "", { mode: 0o600 })
+  } catch (cause) {
+    return String((cause as Error).message ?? cause)
+  }
+  if (added.size === 0) process.once("exit", () => added.forEach((each) => unlinkQuietly(each)))
+  added.add(entry)
+  return undefined
+}
+
+const unlinkQuietly = (path: string) => {
+  try {
+    unlinkSync(path)
+  } catch {
+    // gone already
+  }
+}
+
+/** The ports the user's running sidecars listen on; entries of processes gone are taken out. */
+export const live = (): ReadonlyArray<number> => {
+  const path = usable()
+  if (path === undefined) return []
+  let names: ReadonlyArray<string>
+  try {
+    names = readdirSync(path)
+  } catch {
+    return []
+  }
+  const ports: Array<number> = []
+  for (const name of names) {
+    const found = ENTRY.exec(name)
+    if (found === null) continue
+    const port = Number(found[2])
+    if (!alive(Number(found[1]))) unlinkQuietly(join(path, name))
+    else if (port > 0 && port < 65_536) ports.push(port)
+  }
+  return ports
+}
