@@ -23,6 +23,7 @@ import { Tool } from "../tool/tool"
 import { McpContent } from "./mcp-content"
 import { McpClientHttp } from "./mcp-client-http"
 import { McpSdk } from "./mcp-sdk"
+import { SchemaCost } from "./schema-cost"
 import { McpClientStdio } from "./mcp-client-stdio"
 
 /** How long one request to a server (connecting, listing, a call) may take unless `timeoutMs` says otherwise. */
@@ -45,6 +46,11 @@ export const MAX_DESCRIPTION_CHARS = 10_000
  * schemas each held a gigabyte in core).
  */
 export const MAX_SCHEMA_CHARS = 64 * 1_024
+/**
+ * The most one server's tools may make together (descriptions and schemas): each within its bounds, a thousand of
+ * them made every turn's catalog 69 MB, built in half a minute.
+ */
+export const MAX_SERVER_CHARS = 1_024 * 1_024
 
 export type Status = "idle" | "connecting" | "connected" | "failed" | "closed"
 
@@ -154,6 +160,15 @@ const withoutPatterns = (node: unknown): unknown => {
 }
 
 const messageOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+/**
+ * Whether a request failed because the connection closed under it: the SDK's own error, code -32000 with its own
+ * words. -32000 is also JSON-RPC's first code for a server's errors, which a server answers with words of its own.
+ */
+const closedBelow = (cause: unknown): boolean => {
+  const { McpError, ErrorCode } = McpSdk.load().types
+  return cause instanceof McpError && cause.code === ErrorCode.ConnectionClosed && cause.message === `MCP error ${ErrorCode.ConnectionClosed}: Connection closed`
+}
 
 /** A server's tools as listed, and the problems of those left out. */
 interface Listed {
@@ -340,6 +355,9 @@ export class Server {
     const problems: Array<string> = []
     const cursors = new Set<string>()
     let listed = 0
+    /** What the tools offered so far make (MAX_SERVER_CHARS), and how many were left out past it. */
+    let offered = 0
+    let past = 0
     let cursor: string | undefined
     // One timeoutMs for the whole listing, not one a page: a server answering each page just in time, with a cursor
     // on each, held every turn of the Location for MAX_PAGES times as long.
@@ -384,6 +402,12 @@ export class Server {
           problems.push(`tool ${toolLabel(raw, index)}: not offered: its input and output schemas ${size} the ${MAX_SCHEMA_CHARS} core offers a model at every turn`)
           continue
         }
+        const made = chars + (checked.data.description?.length ?? 0) + (checked.data.title?.length ?? 0)
+        if (offered + made > MAX_SERVER_CHARS) {
+          past++
+          continue
+        }
+        offered += made
         tools.push(checked.data)
       }
       cursor = typeof page.nextCursor === "string" ? page.nextCursor : undefined
@@ -394,6 +418,12 @@ export class Server {
         break
       }
       cursors.add(cursor)
+    }
+    if (past > 0) {
+      problems.push(
+        `${past} of its tools are not offered: with them, its tools' descriptions and schemas would make more than the ` +
+          `${MAX_SERVER_CHARS} characters core offers a model from one server at every turn (those listed first are offered)`,
+      )
     }
     // The client checks each call's structured result against the tool's output schema, as its own listing would,
     // without its regular expressions: a pattern the server wrote may backtrack for seconds on each string of a
@@ -408,6 +438,8 @@ export class Server {
       }
       try {
         const outputSchema = withoutPatterns(tool.outputSchema) as McpTool["outputSchema"]
+        const costly = SchemaCost.problem(outputSchema)
+        if (costly !== undefined) throw new Error(costly)
         new (McpSdk.load().ajv.AjvJsonSchemaValidator)().getValidator(outputSchema as Parameters<AjvJsonSchemaValidator["getValidator"]>[0])
         usable.push(tool)
         checked.push({ ...tool, outputSchema })
@@ -493,8 +525,12 @@ export class Server {
     try {
       // A validator of the tool's own: one shared would answer a schema's `$id` with whatever schema of that id it
       // compiled first (another server's, or this one's before list_changed), and would keep every schema forever.
+      const inputSchema = withoutPatterns(tool.inputSchema)
+      // Before it is compiled or probed: checking a value against it could stall core (SchemaCost).
+      const costly = SchemaCost.problem(inputSchema)
+      if (costly !== undefined) return `its input schema cannot be used: ${costly}`
       const validators = new (McpSdk.load().ajv.AjvJsonSchemaValidator)()
-      const validator = validators.getValidator(withoutPatterns(tool.inputSchema) as Parameters<typeof validators.getValidator>[0])
+      const validator = validators.getValidator(inputSchema as Parameters<typeof validators.getValidator>[0])
       /** The validator's answer, or the message of what it threw. */
       const checked = (input: unknown): { readonly problem?: string; readonly broke?: string } => {
         try {
@@ -609,10 +645,10 @@ export class Server {
    * server answered, or a timeout of one call, leaves it as it is.
    */
   private broken(client: Client, cause: unknown): void {
-    const { McpError, ErrorCode } = McpSdk.load().types
+    const { McpError } = McpSdk.load().types
     // A result the SDK could not read (an unknown content type, an image that is not base64) was answered too: the
     // connection is as good as before, and the calls running on it go on.
-    const answered = (cause instanceof McpError && cause.code !== ErrorCode.ConnectionClosed) || issuesOf(cause) !== undefined
+    const answered = (cause instanceof McpError && !closedBelow(cause)) || issuesOf(cause) !== undefined
     if (!answered && this.client === client) {
       this.client = undefined
       this.fail(this.describe(cause, "calling a tool", undefined, false))
@@ -643,7 +679,7 @@ export class Server {
         `Try again, or raise "timeoutMs" for "${this.name}" in core.json if it needs longer.`
       )
     }
-    if (cause instanceof McpError && cause.code === ErrorCode.ConnectionClosed) {
+    if (closedBelow(cause)) {
       const how = this.process?.exit !== undefined ? `: the server process ${this.process.describeExit()}` : ""
       return `${server} closed the connection while ${doing}${how}. It is started again on the next call${name === undefined ? "" : ` to ${name}`}.`
     }

@@ -5,7 +5,7 @@
 // object, one whose output schema is an array, and schemas too large to offer), "typed"
 // (adds a tool whose schema has a fixed `$id` and a `value` of the JSON type $VALUE_TYPE names), "paginate" (a
 // nextCursor on every page, without end), "circle" (cursors leading back to a page listed before), "many" (3,000 tools
-// in 30 pages, the first with a 20,000-character description), "deep" (adds a tool whose input schema refers to
+// in 30 pages, the first with a 20,000-character description), "heavy" (40 tools of 60,000-character schemas), "deep" (adds a tool whose input schema refers to
 // itself without end and one answering structured content nested 1,000 levels deep), "stubborn"
 // (serves, but neither the end of its stdin nor SIGTERM ends it), "relist" (says its list changed after every listing). Its tools hang, crash, fail, answer a JSON-RPC
 // error, report progress, wait to be cancelled or change the tool list. With $SLOW_RESTART, it starts slowly after a
@@ -131,6 +131,11 @@ if (mode === "mute") {
         inputSchema: object(),
       }))
       return { tools: page, ...(cursor < 29 ? { nextCursor: String(cursor + 1) } : {}) }
+    }
+    // 40 tools of a 60,000-character schema each: every one within its bounds, 2.4 MB in all.
+    if (mode === "heavy") {
+      const inputSchema = object({ a: { type: "string", description: "x".repeat(60_000) } })
+      return { tools: Array.from({ length: 40 }, (_, index) => ({ name: `h${index}`, description: "Heavy", inputSchema })) }
     }
     if (mode === "garbage") say("this line is not JSON-RPC")
     // Says the list changed again after every listing, though it never does.

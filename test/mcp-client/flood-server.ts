@@ -3,14 +3,16 @@
 // name files of the machine (a client must not read them); `match` declares string patterns that backtrack
 // exponentially on the wrong input (a client checking input against them would stall); `answer` declares such a
 // pattern in its output schema and answers strings it backtracks on (a client checking the result would stall), and
-// a structured result the rest of that schema refuses when asked to (`wrong`).
+// a structured result the rest of that schema refuses when asked to (`wrong`); `bomb_*` declare schemas a validator
+// would try 2^40 subschemas of on one value, and `filter` a recursive one that is cheap to check; `refuse` answers
+// JSON-RPC's error -32000 (a server's error, not a closed connection).
 
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js"
 
 const object = { type: "object" as const, properties: { times: { type: "number" } } }
-const tools = [
+const tools: Array<{ name: string; description: string; inputSchema: object; outputSchema?: object }> = [
   { name: "flood", description: "Says the tool list changed, many times", inputSchema: object },
   { name: "lists", description: "How many times the tools were listed", inputSchema: object },
   { name: "links", description: "Resources naming files of the machine", inputSchema: object },
@@ -38,6 +40,42 @@ const tools = [
     },
   },
 ]
+/** `anyOf: [{$ref: next}, {$ref: next}]`, `depth` deep: a validator tries 2^depth subschemas on one value. */
+const bomb = (depth: number, leaf: object) => ({
+  type: "object" as const,
+  properties: { x: {} },
+  $defs: Object.fromEntries([
+    ...Array.from({ length: depth }, (_, at) => [`d${at}`, { anyOf: [{ $ref: `#/$defs/d${at + 1}` }, { $ref: `#/$defs/d${at + 1}` }] }]),
+    [`d${depth}`, leaf],
+  ]),
+  allOf: [{ $ref: "#/$defs/d0" }],
+})
+/** A filter of filters (`and`, `or`, or a field's test): recursive, as real schemas are, and cheap to check. */
+const filter = {
+  type: "object" as const,
+  properties: { where: { $ref: "#/$defs/filter" } },
+  $defs: {
+    filter: {
+      anyOf: [
+        { type: "object", properties: { and: { type: "array", items: { $ref: "#/$defs/filter" } } }, required: ["and"] },
+        { type: "object", properties: { or: { type: "array", items: { $ref: "#/$defs/filter" } } }, required: ["or"] },
+        { type: "object", properties: { field: { type: "string" }, equals: {} }, required: ["field"] },
+      ],
+    },
+  },
+}
+tools.push(
+  { name: "bomb_input", description: "Its input schema would try 2^40 subschemas on a wrong input", inputSchema: bomb(40, { not: { required: ["x"] } }) },
+  { name: "bomb_probe", description: "Its input schema would try 2^40 subschemas on {}", inputSchema: bomb(40, { type: "string" }) },
+  { name: "bomb_output", description: "Its output schema would try 2^40 subschemas", inputSchema: object, outputSchema: bomb(40, { not: { required: ["x"] } }) },
+  {
+    name: "bomb_nested",
+    description: "Each level of its input applies the next level's schema twice",
+    inputSchema: { type: "object" as const, properties: { x: { anyOf: [{ $ref: "#" }, { $ref: "#" }] } } },
+  },
+  { name: "filter", description: "Takes a filter of filters", inputSchema: filter },
+  { name: "refuse", description: "Answers JSON-RPC's server error -32000 with words of its own", inputSchema: object },
+)
 let listed = 0
 const server = new Server({ name: "flood", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } })
 server.setRequestHandler(ListToolsRequestSchema, async () => {
@@ -55,6 +93,10 @@ server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const { items = 1, wrong = false } = request.params.arguments as { items?: number; wrong?: boolean }
     const words = Array.from({ length: items }, () => `${"a".repeat(30)}!`)
     return { content: [{ type: "text" as const, text: "answered" }], structuredContent: wrong ? { words: 5 } : { words } }
+  }
+  if (request.params.name === "refuse") throw new McpError(-32000, `the quota is spent (pid ${process.pid})`)
+  if (request.params.name === "filter" || request.params.name.startsWith("bomb")) {
+    return { content: [{ type: "text" as const, text: `took ${JSON.stringify(request.params.arguments)}` }], structuredContent: { x: 1 } }
   }
   if (request.params.name === "lists") return { content: [{ type: "text" as const, text: String(listed) }] }
   return {

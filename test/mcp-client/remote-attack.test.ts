@@ -5,6 +5,7 @@
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
+import { McpClient } from "../../src/mcp-client/mcp-client"
 import { BUN, settle, textOf, turn, withLocation } from "./support"
 
 const FLOOD = join(import.meta.dir, "flood-server.ts")
@@ -60,6 +61,46 @@ describe("core as an MCP client of a hostile server", () => {
     // The rest of the schema is still checked, a property named "pattern" included; the model still reads the patterns.
     expect(result.checked.error?.kind).toBe("invalid_input")
     expect(JSON.stringify(result.definition.inputSchema)).toContain("^(a+)+$")
+  }, 30_000)
+
+  test("a schema a validator would try 2^40 subschemas of is not offered; a recursive one that is cheap to check is", async () => {
+    const result = await withLocation(config, () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return {
+          names: current.definitions.map((definition) => definition.name),
+          filtered: (yield* settle(current, "bad_filter", { where: { and: [{ field: "a", equals: 1 }, { or: [{ field: "b" }] }] } })).settlement,
+          wrong: (yield* settle(current, "bad_filter", { where: { and: [{ nope: 1 }] } })).settlement,
+          diagnostics: (yield* McpClient.Service).diagnostics().map((diagnostic) => diagnostic.message),
+        }
+      }),
+    )
+    expect(result.names).toContain("bad_filter")
+    for (const name of ["bad_bomb_input", "bad_bomb_probe", "bad_bomb_output", "bad_bomb_nested"]) expect(result.names).not.toContain(name)
+    expect(result.filtered.status).toBe("success")
+    expect(result.wrong.error?.kind).toBe("invalid_input")
+    expect(result.diagnostics).toEqual(
+      expect.arrayContaining([
+        'MCP server "bad", tool "bomb_input": its input schema cannot be used: some data would meet more than 5000 of its subschemas on one value',
+        'MCP server "bad", tool "bomb_probe": its input schema cannot be used: some data would meet more than 5000 of its subschemas on one value',
+        'MCP server "bad", tool "bomb_output": not offered: its output schema cannot be used: some data would meet more than 5000 of its subschemas on one value',
+        'MCP server "bad", tool "bomb_nested": its input schema cannot be used: some data would meet more than 5000 of its subschemas on one value',
+      ]),
+    )
+  }, 60_000)
+
+  test("a server's own error -32000 is its answer, in its words: the connection stays", async () => {
+    const result = await withLocation(config, () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return [(yield* settle(current, "bad_refuse", {})).settlement, (yield* settle(current, "bad_refuse", {})).settlement]
+      }),
+    )
+    const [first, second] = result.map((settlement) => settlement.error?.message ?? "")
+    expect(first).toMatch(/^MCP server "bad" answered with an error while calling refuse: (MCP error -32000: )+the quota is spent \(pid \d+\)/)
+    expect(first).not.toContain("closed the connection")
+    // The same server process answered both: it was not dropped and started again.
+    expect(second).toBe(first)
   }, 30_000)
 
   // Each such string took JavaScriptCore about a second to refuse, on the thread every Location's calls share.
