@@ -286,19 +286,29 @@ export const cancelledBeforeStart = (services: Services, call: Received) =>
  * An update as a tool reported it, checked before any host sees it (a tool file is JavaScript, whatever its types
  * say): `{ message }` with a string message, and `metadata` only where it is a plain object JSON can carry (a
  * BigInt, a cycle or a function in it would break the host's event stream); a copy, so the tool changing its object
- * later changes nothing shown. Anything else is dropped: a tool's progress is never a reason its call fails.
+ * later changes nothing shown; bounded (MAX_PROGRESS_CHARS). Anything else is dropped: a tool's progress is never a
+ * reason its call fails.
  */
 const progressOf = (update: unknown): Tool.Progress | undefined => {
   if (typeof update !== "object" || update === null) return undefined
-  const { message, metadata } = update as { readonly message?: unknown; readonly metadata?: unknown }
-  if (typeof message !== "string") return undefined
+  const { message: given, metadata } = update as { readonly message?: unknown; readonly metadata?: unknown }
+  if (typeof given !== "string") return undefined
+  const message = given.length > MAX_PROGRESS_CHARS ? `${given.slice(0, MAX_PROGRESS_CHARS)}…` : given
   if (metadata === undefined || typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) return { message }
   try {
-    return { message, metadata: JSON.parse(JSON.stringify(metadata)) as Readonly<Record<string, unknown>> }
+    const text = JSON.stringify(metadata)
+    return text.length > MAX_PROGRESS_CHARS * 8 ? { message } : { message, metadata: JSON.parse(text) as Readonly<Record<string, unknown>> }
   } catch {
     return { message }
   }
 }
+
+/**
+ * The longest progress message shown (cut, with `…`), and a tenth of the most JSON its metadata may make (or it is
+ * left out): each update is kept for every event reader that has yet to read it (4,096 of them at most), and an MCP
+ * server's updates of 10 MB each held gigabytes in `core serve` behind one slow reader.
+ */
+const MAX_PROGRESS_CHARS = 1_000
 
 /** The context a call's tool gets: the runner's ids exactly, and its progress reporter (DESIGN §2 law 3). */
 export const contextOf = (call: Call, options: Options | undefined): Tool.Context => {

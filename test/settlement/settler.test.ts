@@ -283,7 +283,7 @@ for (const path of Kernel.PATHS) {
 
     // A tool file is JavaScript: `ctx.progress({ title: "x" } as any)` ended `core exec` (exit 3) with a TypeError in
     // its progress line, and a BigInt in metadata would break a host's event stream.
-    test("a progress update of the wrong shape is dropped, unserialisable metadata left out, and the call goes on", () =>
+    test("a progress update of the wrong shape is dropped, unserialisable or large metadata left out, a long message cut, and the call goes on", () =>
       Kernel.run(
         Effect.gen(function* () {
           yield* register({
@@ -305,6 +305,8 @@ for (const path of Kernel.PATHS) {
                     { message: "cycle", metadata: cyclic },
                     { message: "list", metadata: [1, 2] },
                     { message: "fine", metadata: kept },
+                    // An MCP server's 10 MB messages were kept whole for every slow event reader.
+                    { message: "x".repeat(10_000_000), metadata: { blob: "y".repeat(100_000) } },
                   ]) {
                     yield* ctx.progress(update as never)
                   }
@@ -320,7 +322,13 @@ for (const path of Kernel.PATHS) {
             { onProgress: (update) => Effect.sync(() => updates.push(update)) },
           )
           expect(settlement.status).toBe("success")
-          expect(updates).toEqual([{ message: "big" }, { message: "cycle" }, { message: "list" }, { message: "fine", metadata: { step: 1 } }])
+          expect(updates).toEqual([
+            { message: "big" },
+            { message: "cycle" },
+            { message: "list" },
+            { message: "fine", metadata: { step: 1 } },
+            { message: `${"x".repeat(1_000)}…` },
+          ])
         }),
       ))
 
