@@ -2,7 +2,8 @@ export * as HtmlConvert from "./html-convert"
 
 // An HTML page as webfetch answers it: markdown (turndown, which parses with a real DOM, domino, so malformed HTML
 // parses as a browser would; links and images made absolute against the page's URL), the text a reader sees (a
-// walk of the same DOM), or the HTML as sent. Scripts, styles and embedded frames are dropped. Loaded lazily:
+// walk of the same DOM), or the HTML as sent. Scripts, styles, embedded frames and what the markup itself hides are
+// dropped, and links that would run code are text. Loaded lazily:
 // start-up never evaluates the DOM.
 
 import domino, { type DomDocument, type DomNode } from "@mixmark-io/domino"
@@ -29,6 +30,17 @@ const OPTIONS: TurndownService.Options = {
   emDelimiter: "_",
   hr: "---",
 }
+/**
+ * Whether an element is hidden from a reader by its own markup (`hidden`, an inline `display: none` or
+ * `visibility: hidden`): left out, so a page cannot put words before a model that a person viewing it never sees.
+ * (Stylesheets are not applied: what they hide still shows.)
+ */
+const hiddenByMarkup = (element: { getAttribute: (name: string) => string | null; hasAttribute?: (name: string) => boolean }): boolean =>
+  element.getAttribute("hidden") !== null || /(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\s*(?:!important\s*)?(?:;|$)/i.test(element.getAttribute("style") ?? "")
+
+/** A link a reader's click would run as code rather than follow (`javascript:`, `vbscript:`, `data:`): kept as text. */
+const RUNS = /^\s*(?:javascript|vbscript|data):/i
+
 /** What markdown leaves out besides DROPPED: the title (answered apart) and form controls. */
 const REMOVED = [...DROPPED, "title", "link", "meta", "button", "input", "select", "textarea"]
 
@@ -70,8 +82,11 @@ const markdownOf = (html: string, url: string): string => {
   }
   const service = new TurndownService(OPTIONS)
   service.remove(REMOVED as unknown as TurndownService.Filter)
+  // A rule, not `remove`: turndown's own rules (a paragraph's) come before what it removes.
+  service.addRule("hidden", { filter: (node) => node.nodeType === 1 && hiddenByMarkup(node), replacement: () => "" })
+  service.addRule("codeLink", { filter: (node) => node.nodeName === "A" && RUNS.test(node.getAttribute("href") ?? ""), replacement: (content) => content })
   service.addRule("absoluteLink", {
-    filter: (node) => node.nodeName === "A" && (node.getAttribute("href") ?? "") !== "",
+    filter: (node) => node.nodeName === "A" && (node.getAttribute("href") ?? "") !== "" && !RUNS.test(node.getAttribute("href") ?? ""),
     replacement: (content, node) => `[${content}](${destination(absolute((node as TurndownService.Node).getAttribute("href")))}${titlePart(node as TurndownService.Node)})`,
   })
   service.addRule("absoluteImage", {
@@ -169,6 +184,7 @@ export const convert = (html: string, url: string, format: WebPage.Format): Conv
   const title = titleOf(document)
   const body = document.body ?? document.documentElement
   for (const element of Array.from(body.querySelectorAll(DROPPED.join(",")))) element.remove()
+  for (const element of Array.from(body.querySelectorAll("[hidden],[style]"))) if (hiddenByMarkup(element)) element.remove()
   const content = textOf(document)
   return title === undefined ? { content } : { content, title }
 }

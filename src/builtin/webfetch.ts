@@ -145,12 +145,11 @@ export const hostNamedBy = (pattern: string): string | undefined => {
  * a deny of either refuses the call (one rule per resource, whichever spelling reaches it).
  */
 const spellings = (url: URL): ReadonlyArray<string> => {
-  let path = url.pathname
-  try {
-    path = decodeURIComponent(path)
-  } catch {
-    // An escape that is no UTF-8: the path stays as given, its slashes still collapsed.
-  }
+  // Each run of escapes decoded alone, bytes that are no UTF-8 as U+FFFD: one such escape (`%ff`) must not keep the
+  // others (`%61dmin`, `..%2f`) from being read as the server reads them.
+  const path = url.pathname.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) =>
+    new TextDecoder().decode(Uint8Array.from(run.slice(1).split("%"), (hex) => Number.parseInt(hex, 16))),
+  )
   const host = url.host.replace(/\.+(?=:\d+$|$)/, "")
   const read = `${url.protocol}//${host}${withoutDots(path.replace(/\/{2,}/g, "/"))}${url.search}`
   return read === url.href ? [url.href] : [url.href, read]
@@ -189,7 +188,8 @@ const opensReserved = (permission: Permission.Interface, agent: string, url: URL
       (rule) =>
         rule.effect === "allow" &&
         Rule.matches(rule.action, NAME) &&
-        Rule.matches(rule.resource, url.href) &&
+        // Every spelling: a rule opening `/pub/*` does not open `/pub/..%2fadmin`, which the server reads as `/admin`.
+        spellings(url).every((spelling) => Rule.matches(rule.resource, spelling)) &&
         hostNamedBy(rule.resource) === host,
     )
 }

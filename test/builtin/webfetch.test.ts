@@ -426,6 +426,17 @@ describe("webfetch: loopback, private and link-local addresses", () => {
     expect(otherPort.settlement.error?.message).toStartWith("Refused: ")
   })
 
+  test("a rule opening one path of a host opens no other path through a spelling the server reads as it", async () => {
+    const before = web.requests.length
+    const pub = harness({ rules: [{ action: "webfetch", resource: `${web.origin}/plain*`, effect: "allow" }] })
+    expect((await pub.settle("webfetch", { url: web.url("/plain") })).settlement.status).toBe("success")
+    for (const path of ["/plain/..%2farticle", "/plain/%2e%2e%2farticle", "/plain/%ff/..%2f..%2farticle"]) {
+      const { settlement } = await pub.settle("webfetch", { url: `${web.origin}${path}` })
+      expect([path, settlement.error?.message.startsWith("Refused: ")]).toEqual([path, true])
+    }
+    expect(web.requests.length).toBe(before + 1)
+  })
+
   test("a redirect from an opened URL to one no rule opens is refused at that hop, before it is requested", async () => {
     const onePort = harness({ rules: [{ action: "webfetch", resource: `${web.origin}/*`, effect: "allow" }] })
     const before = other.requests.length
@@ -526,7 +537,8 @@ describe("webfetch: permission per URL", () => {
   test("a rule denying a path or a host holds for every spelling of it a server reads the same", async () => {
     const before = web.requests.length
     const h = harness({ rules: [LOCAL, { action: "webfetch", resource: `${web.origin}/article*`, effect: "deny" }] })
-    for (const path of ["/%61rticle", "//article", "/article%2fx", "/%61rticle?q=1", "/plain/..%2farticle", "/plain/.%2f..%2f%61rticle/x"]) {
+    // An escape that is no UTF-8 (`%ff`) does not keep the others from being read as the server reads them.
+    for (const path of ["/%61rticle", "//article", "/article%2fx", "/%61rticle?q=1", "/plain/..%2farticle", "/plain/.%2f..%2f%61rticle/x", "/%61rticle/%ff..%2f..%2fx", "/%ff/..%2f%61rticle"]) {
       const { settlement } = await h.settle("webfetch", { url: `${web.origin}${path}` })
       expect([path, settlement.error?.kind]).toEqual([path, "denied"])
     }
