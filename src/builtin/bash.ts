@@ -14,7 +14,6 @@ import * as Schema from "effect/Schema"
 import { Boundary } from "../permission/boundary"
 import type { Permission } from "../permission/permission"
 import { Protected } from "../permission/protected"
-import { Rule } from "../permission/rule"
 import { Refusal } from "../tool/refusal"
 import { CommandLine } from "../shell/command-line"
 import { CommandChecks } from "../shell/command-checks"
@@ -415,8 +414,6 @@ interface Needs {
   readonly unknownChange: boolean
   /** The commands the line runs, checked by their text. */
   readonly plain: ReadonlyArray<CommandChecks.Check>
-  /** Commands a program core does not know may run (CommandChecks.Check.named): checked by the rules about them. */
-  readonly named: ReadonlyArray<CommandChecks.Check>
   /** What cannot be known from the text: asked every time. */
   readonly opaque: ReadonlyArray<CommandChecks.Check>
   readonly unparsed: string | undefined
@@ -565,10 +562,7 @@ const needsOf = Effect.fnUntraced(function* (
     edits,
     unsure,
     unknownChange: unknownChange || viewed.size > 0,
-    plain: checks.filter(
-      (check) => check.opaque === undefined && check.named === undefined && !viewed.has(check.resource) && !rewrites.has(check.resource),
-    ),
-    named: checks.filter((check) => check.opaque === undefined && check.named !== undefined),
+    plain: checks.filter((check) => check.opaque === undefined && !viewed.has(check.resource) && !rewrites.has(check.resource)),
     opaque: [
       ...[...rewrites].map(([resource, why]): CommandChecks.Check => ({ resource, save: undefined, opaque: why, protected: WorkTree.WHAT })),
       ...checks.filter((check) => check.opaque !== undefined),
@@ -589,29 +583,10 @@ const needsOf = Effect.fnUntraced(function* (
 const commandChecks = Effect.fnUntraced(function* (services: Builtin.Services, agent: string, needs: Needs) {
   const { plain, opaque } = needs
   const variants = [...plain, ...opaque].flatMap((check) => check.variants ?? [])
-  const named = needs.named.flatMap((check) => [check.resource, ...(check.variants ?? [])].map((resource) => ({ resource, outer: check.named! })))
-  const decisions = yield* services.permission.explain({
-    agent,
-    action: NAME,
-    resources: [...plain, ...opaque].map((check) => check.resource).concat(variants, named.map((entry) => entry.resource)),
-  })
+  const decisions = yield* services.permission
+    .explain({ agent, action: NAME, resources: [...plain, ...opaque].map((check) => check.resource).concat(variants) })
   // Another spelling of a command's flags that a rule denies is checked with it, so the deny holds (CommandChecks.Check).
   const denied = variants.filter((variant) => decisions.some((decision) => decision.resource === variant && decision.effect === "deny"))
-  // A command an unknown program's arguments name counts where a rule of its own, not the program's, denies or asks.
-  const ruled = (effect: "deny" | "ask") =>
-    named.flatMap(({ resource, outer }) =>
-      decisions.some(
-        (decision) =>
-          decision.resource === resource &&
-          decision.effect === effect &&
-          decision.rule !== undefined &&
-          decision.approvedBy === undefined &&
-          !Rule.matches(decision.rule.resource, outer),
-      )
-        ? [resource]
-        : [],
-    )
-  denied.push(...ruled("deny"))
   const asked = new Set(decisions.filter((decision) => decision.effect === "ask").map((decision) => decision.resource))
   const save = [
     ...new Set(plain.flatMap((check) => (asked.has(check.resource) && check.save !== undefined ? [check.save] : []))),
@@ -619,8 +594,6 @@ const commandChecks = Effect.fnUntraced(function* (services: Builtin.Services, a
   const checks: Array<Permission.Check> = []
   if (denied.length > 0) checks.push({ action: NAME, resources: denied, save: [] })
   if (plain.length > 0) checks.push({ action: NAME, resources: plain.map((check) => check.resource), save })
-  const namedAsked = ruled("ask")
-  if (namedAsked.length > 0) checks.push({ action: NAME, resources: [...new Set(namedAsked)], save: [] })
   // What plants code the user's own programs run is asked of a person each time, as core's configuration is.
   const planted = opaque.filter((check) => check.protected !== undefined)
   if (planted.length > 0) {

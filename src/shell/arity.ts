@@ -230,6 +230,22 @@ export const WRAPPERS: Readonly<Record<string, Wrapper>> = {
   retry: wrapper(["-t", "-d", "--times", "--delay", "-u", "--until"]),
   npx: wrapper(["-p", "--package", "-w", "--workspace"], 0, false, ["-y", "--yes", "--no", "-q", "--quiet", "--ws", "--workspaces"]),
   bunx: wrapper(["-p", "--package"], 0, false, ["--bun", "--silent", "--no-install"]),
+  // Programs that run the command after their options, as wrappers do, that systems ship without saying so loudly.
+  logsave: wrapper([], 1, false, ["-a", "-s", "-v"]),
+  choom: wrapper(["-n", "-p", "--adjust", "--pid"]),
+  luit: wrapper(["-encoding", "-argv0", "-ilog", "-olog", "-alt", "-gl", "-gr", "-g0", "-g1", "-g2", "-g3"], 0, false, ["-v", "-c", "-x", "-p", "-k7", "-list"]),
+  "fakeroot-tcp": wrapper(["-l", "-s", "-i", "-b", "--lib", "--faked"], 0, false, ["-u", "--unknown-is-real"]),
+  "fakeroot-sysv": wrapper(["-l", "-s", "-i", "-b", "--lib", "--faked"], 0, false, ["-u", "--unknown-is-real"]),
+  "valgrind.bin": wrapper([], 0, false, ["-q", "-v", "--quiet", "--verbose"]),
+  memusage: wrapper(["-n", "-p", "-d", "-x", "-y", "-b", "--progname", "--png", "--data", "--x-size", "--y-size", "--buffer"], 0, false, ["-u", "-t", "-T", "-j", "--unbuffered", "--time-based", "--total", "--json"]),
+  sotruss: wrapper(["-F", "-T", "-o", "--from", "--to", "--output"], 0, false, ["-f", "--follow"]),
+  heaptrack: wrapper(["-o", "-p", "--output", "--pid", "--record-only"], 0, false, ["-d", "--debug", "--use-inject", "--raw"]),
+  "dumb-init": wrapper(["-r", "--rewrite"], 0, false, ["-c", "--single-child", "-v", "--verbose"]),
+  tini: wrapper(["-p", "-e"], 0, false, ["-s", "-v", "-vv", "-vvv", "-w", "-g", "-l"]),
+  uvx: wrapper(["--from", "--with", "--python", "-p", "--with-requirements", "--index", "--index-url"], 0, false, ["-q", "--quiet", "-v", "--verbose", "--isolated", "--offline"]),
+  "gpg-agent": wrapper(["--homedir", "--options"], 0, false, ["--daemon", "--server", "-v", "-q", "--verbose", "--quiet", "--sh", "--csh"]),
+  "debconf-apt-progress": wrapper(["--from", "--to", "--logfile", "--logstderr"], 0, false, ["--start", "--stop", "--no-progress", "--dlwaypoint"]),
+  pg_virtualenv: wrapper(["-c", "-i", "-o", "-s", "-t", "-v"], 0, false, ["-a", "-h"]),
   watchexec: wrapper(["-w", "--watch", "-e", "--exts", "-f", "--filter", "-i", "--ignore", "-d", "--debounce", "-s", "--signal", "--shell"], 0, false, ["-r", "--restart", "-c", "--clear", "-p", "--postpone", "-n"]),
 }
 
@@ -267,6 +283,8 @@ export const SUBCOMMAND_WRAPPERS: Readonly<Record<string, Wrapper>> = {
   "perf record": wrapper(["-e", "-o", "-F", "-c", "-C", "-p", "-t", "-g", "-m", "--event", "--output", "--call-graph", "--pid", "--freq", "--count"], 0, false, ["-a", "-g", "-q", "-v", "-s"]),
   "perf trace": wrapper(["-e", "-o", "-p", "-t", "--event", "--output", "--pid"], 0, false, ["-a", "-s", "-f", "-v"]),
   "git bisect run": wrapper(),
+  "pipx run": wrapper(["--spec", "--python", "--index-url", "--pip-args"], 0, false, ["--no-cache", "--system-site-packages", "-q", "-v", "--quiet", "--verbose"]),
+  "devbox run": wrapper(["-c", "--config", "-e", "--env", "--env-file"], 0, false, ["-q", "--quiet", "--pure"]),
   // cmake's command mode: `cmake -E env [--unset=NAME] [NAME=VALUE]... CMD`, `cmake -E time CMD`, `cmake -E chdir DIR CMD`.
   "cmake -E env": wrapper([], 0, true, ["--modify", "--unset"]),
   "cmake -E time": wrapper(),

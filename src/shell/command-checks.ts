@@ -52,13 +52,6 @@ export interface Check {
    * core.hooksPath …`): what it changes, for the person who must approve it each time, like core's configuration.
    */
   readonly protected?: string
-  /**
-   * Set for a command that a program core does not know may run, named among its arguments (Runs.Inner.named):
-   * the text of that program's command. It is denied or asked only by a rule that decides it and does not match
-   * this text, so a rule about `rm` holds through `logsave LOG rm x`, while a rule about `mvn` or `*` is the
-   * program's own decision (`mvn test` runs no `test`).
-   */
-  readonly named?: string
 }
 
 /** A path the line's file commands or redirections touch. */
@@ -199,12 +192,7 @@ const checksFor = (
   // One of git's own programs run by its name is that subcommand: checked as `git push …` too.
   const git = Runs.gitProgram(words)
   if (git !== undefined) checks.push(...checksFor([], git, suffix, false))
-  const inner = Runs.of(words)
-  for (const command of inner.commands) checks.push(...checksFor([], command))
-  const named = checks[0]!.resource
-  for (const command of inner.named ?? []) {
-    checks.push(...checksFor([], command).map((check): Check => ({ ...check, save: undefined, named: check.named ?? named })))
-  }
+  for (const inner of Runs.of(words).commands) checks.push(...checksFor([], inner))
   return checks
 }
 
@@ -265,8 +253,6 @@ export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
   // A command asked as opaque keeps its other spellings, so a rule denying one still denies it.
   const variants = new Map(found.flatMap((check) => (check.variants === undefined ? [] : [[check.resource, check.variants] as const])))
   const seen = new Set<string>()
-  // A command the line runs in its own right is checked as one, though an unknown program may name it too.
-  found.sort((a, b) => Number(a.named !== undefined) - Number(b.named !== undefined))
   return [
     ...found.filter((check) => !asked.has(check.resource)),
     ...opaque.map((entry): Check => {

@@ -26,12 +26,6 @@ export interface Inner {
    * runs): then the command is judged as that code, unwrapped.
    */
   readonly unwrapped?: boolean
-  /**
-   * Commands a program core does not know may run, by a program named among its arguments (`logsave LOG rm x` runs
-   * `rm x`, `mvn test` runs no `test`): from each word that could name one, the words from there on. Unlike
-   * `commands`, they are checked only against rules about them and not about the program itself (./command-checks).
-   */
-  readonly named?: ReadonlyArray<ReadonlyArray<Word>>
 }
 
 /**
@@ -178,7 +172,7 @@ const fedPath = (path: string): boolean => FED.test(posix.normalize(path))
 const fed = (word: Word): boolean => word.value !== undefined && fedPath(word.value)
 
 /** Programs that read a program from a file (`make -f`, `awk -f`, `sed -f`, `jq --from-file`). */
-const PROGRAM_FILE_READERS: ReadonlySet<string> = new Set(["make", "gmake", "sed", "m4", "gawk", "awk", "mawk", "nawk", "jq"])
+const PROGRAM_FILE_READERS: ReadonlySet<string> = new Set(["make", "gmake", "remake", "bmake", "sed", "m4", "gawk", "awk", "mawk", "nawk", "jq"])
 
 /**
  * Whether their program file is what the line feeds them: a fed path anywhere, or as a program file (attached or
@@ -190,14 +184,16 @@ export const programFed = (args: ReadonlyArray<Word>): boolean => {
     if (fed(word)) return true
     const value = word.value
     if (value === undefined) continue
-    const attached = /^-[A-Za-z]*f(.+)$/s.exec(value)?.[1] ?? /^--(?:file|makefile|from-file)=(.*)$/s.exec(value)?.[1]
+    // Long options by any start of their name, as getopt takes them (`--fil=/dev/stdin`).
+    const long = longOption(value, "file", "makefile", "from-file")
+    const attached = /^-[A-Za-z]*f(.+)$/s.exec(value)?.[1] ?? (long ? /^--[a-z-]+=(.*)$/s.exec(value)?.[1] : undefined)
     if (attached !== undefined) {
       if (attached === "-" || fedPath(attached)) return true
       continue
     }
-    if (/^-[A-Za-z]*f$/.test(value) || /^--(?:file|makefile|from-file)$/.test(value)) {
+    if (/^-[A-Za-z]*f$/.test(value) || long) {
       const next = args[index + 1]
-      if (next !== undefined && (next.value === undefined || next.value === "-")) return true
+      if (next !== undefined && (next.value === undefined || next.value === "-" || fedPath(next.value))) return true
     }
   }
   return false
@@ -600,25 +596,7 @@ const NOT_CODE: ReadonlySet<string> = new Set([
 /** vi and its kin run an ex command given as `+CMD` (`vim '+!rm x'`), `-c`, `--cmd` or a script given with `-S`. */
 const VI: ReadonlySet<string> = new Set(["vi", "vim", "nvim", "view", "vimdiff", "gvim", "rvim", "evim"])
 
-/** Whether a word written out could name a program to run: a bare name or a path, not an option or an assignment. */
-const namesProgram = (word: Word): boolean =>
-  word.value !== undefined && !word.glob && /^[\w./][^\s=]*$/.test(word.value) && !/^\.{1,2}$/.test(word.value)
-
-/**
- * Where an unknown program's arguments were read for the commands they may name (the first word of each): such a
- * command is not read for them again, its words being the program's own, already read (without it, each of n
- * words would be read 2^n times).
- */
-const namedStarts = new WeakSet<Word>()
-
-/** How many words of an unknown program may name a command before what it runs is not read word by word. */
-const MAX_NAMED = 64
-
-/**
- * A program core knows nothing about: opaque when it is handed a command line (`-c CODE`, `--eval CODE`);
- * otherwise it may still run a command named among its arguments, as the wrappers core knows do (`logsave LOG
- * rm x`, `choom -n 5 -- rm x`), so each is `named` for the rules about it.
- */
+/** A program core knows nothing about: opaque when it is handed a command line (`-c CODE`, `--eval CODE`). */
 const unknown = (name: string, words: ReadonlyArray<Word>): Inner => {
   if (VI.has(name) && words.slice(1).some((word) => /^(\+.|-S|-u|-s$)/.test(word.value ?? word.text))) {
     return opaque(`${name} is given editor commands, which can run programs`)
@@ -629,11 +607,7 @@ const unknown = (name: string, words: ReadonlyArray<Word>): Inner => {
     if (value === "--") break
     if (CODE_OPTIONS.test(value)) return opaque(`${name} ${value.replace(/=.*$/s, "")} may run code or a command core cannot read`)
   }
-  if (namedStarts.has(words[0]!)) return NOTHING
-  const starts = words.flatMap((word, index) => (index > 0 && namesProgram(word) ? [index] : []))
-  if (starts.length > MAX_NAMED) return opaque(`${name} is given more words than core reads for a command they may name`)
-  for (const start of starts) namedStarts.add(words[start]!)
-  return starts.length === 0 ? NOTHING : { ...NOTHING, named: starts.map((start) => words.slice(start)) }
+  return NOTHING
 }
 
 /**
@@ -666,12 +640,17 @@ const tarRuns = (value: string): boolean =>
  * recipes, which are files, and names no command (`make test` runs no `test`).
  */
 const make = (words: ReadonlyArray<Word>): Inner => {
+  // After `--`, no more options, but still variables (`make -- 'X!=CMD'`).
+  let options = true
   for (const word of words.slice(1)) {
     const value = word.value
     const text = value ?? word.text
-    if (text === "--") break
-    if (/^-[A-Za-z]*E/.test(text) || longOption(text, "eval")) return opaque("make --eval runs make code core does not read")
-    if (text.startsWith("-") || !text.includes("=")) continue
+    if (text === "--") {
+      options = false
+      continue
+    }
+    if (options && (/^-[A-Za-z]*E/.test(text) || longOption(text, "eval"))) return opaque("make --eval runs make code core does not read")
+    if ((options && text.startsWith("-")) || !text.includes("=")) continue
     if (value === undefined) return opaque("make is given a variable held in an expansion, which its recipes may run")
     const [, name, operator, assigned] = /^([^=]*?)(::?=|:::=|[!?+]?=)([\s\S]*)$/.exec(value) ?? []
     if (operator === "!=" || /^\s*\.?SHELL(FLAGS)?\s*$/.test(name ?? "") || /[$`\s;|&<>()]/.test(assigned ?? "")) {
@@ -685,6 +664,17 @@ const make = (words: ReadonlyArray<Word>): Inner => {
 const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | undefined>> = {
   make,
   gmake: make,
+  remake: make,
+  bmake: make,
+  // `nix develop FLAKE -c CMD ARGS` and `nix shell PKGS -c CMD ARGS` run CMD; without -c, a shell of their own.
+  nix: (words) => {
+    if (!["develop", "shell"].includes(words[1]?.value ?? "")) return undefined
+    const at = words.findIndex((word, index) => index > 1 && (word.value === "-c" || word.value === "--command"))
+    if (at < 0) return words.some((word) => word.value === undefined) ? opaque("nix runs what an expansion names") : NOTHING
+    return wrapped("nix", words.slice(at + 1))
+  },
+  // cmake's command mode runs programs it is handed in internal commands (`-E __run_co_compile --tidy=PROG`).
+  cmake: (words) => (words[1]?.value === "-E" && (words[2]?.value ?? "").startsWith("__") ? opaque("cmake -E runs programs an internal command is handed") : undefined),
   go: (words) => (words.some((word) => GO_RUNS.test(word.value ?? word.text)) ? opaque("go is told to run a program of its own choosing") : undefined),
   // `--config KEY=VALUE` can name the runner, linker or wrapper cargo runs (`target.x86_64-unknown-linux-gnu.runner`).
   cargo: (words) =>

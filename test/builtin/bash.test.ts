@@ -3,7 +3,7 @@
 // edge cases of real processes (background jobs, timeouts, signals, huge output), each leaving nothing behind.
 
 import { describe, expect, test } from "bun:test"
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync } from "node:fs"
 import { join } from "node:path"
 import { Covered } from "../../src/shell/covered"
 import { Native } from "../../src/shell/native"
@@ -380,36 +380,17 @@ describe("bash: what cannot be known from the text", () => {
     })
   }
 
-  // A program core knows nothing of, made here, that runs its arguments after the first as a command (as logsave does).
-  const WRAPPING = "#!/bin/sh\nshift\nexec \"$@\"\n"
-
-  test("a rule about a command holds when a program core does not know runs it, named among its arguments", async () => {
-    const box = harness({
-      rules: [{ action: "bash", resource: "*", effect: "allow" }, DENY_RM, { action: "bash", resource: "curl *", effect: "ask" }],
-      files: { "v.txt": "x", "wrap.sh": WRAPPING },
+  // logsave was read as a program running nothing but itself: `logsave LOG rm x` ran past `rm *: deny`.
+  for (const command of ["logsave /dev/null rm -f v.txt", "logsave -- /dev/null bash -c 'rm -f v.txt'", "choom -n 0 -- rm -f v.txt"]) {
+    test(`${command}: a wrapper core knows runs a denied command, and the line is denied`, async () => {
+      const box = harness({ rules: [{ action: "bash", resource: "*", effect: "allow" }, DENY_RM], files: { "v.txt": "x" } })
+      const outcome = await box.settle("bash", { command })
+      expect(outcome.settlement.error?.kind).toBe("denied")
+      expect(JSON.stringify(outcome.settlement.content)).toContain("rm *")
+      expect(outcome.asks).toEqual([])
+      expect(existsSync(join(box.directory, "v.txt"))).toBe(true)
     })
-    chmodSync(join(box.directory, "wrap.sh"), 0o755)
-    const denied = await box.settle("bash", { command: "./wrap.sh /dev/null rm -f v.txt" })
-    expect(denied.settlement.error?.kind).toBe("denied")
-    expect(JSON.stringify(denied.settlement.content)).toContain("rm *")
-    expect(denied.asks).toEqual([])
-    expect(existsSync(join(box.directory, "v.txt"))).toBe(true)
-    const asked = await box.settle("bash", { command: "./wrap.sh -- curl -s http://127.0.0.1:9/" })
-    expect(asked.asks).toEqual([{ action: "bash", resources: ["curl -s http://127.0.0.1:9/"], save: [] }])
-    expect(asked.settlement.status).toBe("declined")
-    // What it names without a rule of its own runs as the program's rule decides.
-    const allowed = await box.settle("bash", { command: "./wrap.sh /dev/null echo ran" })
-    expect(allowed.asks).toEqual([])
-    expect(structured(allowed).stdout).toBe("ran\n")
-  })
-
-  test("a rule about the program decides what its arguments may name: allowing it asks nothing more for `mytool test install`", async () => {
-    const box = harness({ rules: [ASK_ALL, { action: "bash", resource: "*mytool *", effect: "allow" }], files: { mytool: "#!/bin/sh\necho built \"$@\"\n" } })
-    chmodSync(join(box.directory, "mytool"), 0o755)
-    const outcome = await box.settle("bash", { command: "./mytool test install" })
-    expect(outcome.asks).toEqual([])
-    expect(structured(outcome).stdout).toBe("built test install\n")
-  })
+  }
 
   test("an opaque command runs once approved, and always saves nothing for it", async () => {
     const box = harness({ files: { "v.txt": "x" } })

@@ -12,9 +12,7 @@ import { Planted } from "../../src/shell/planted"
 import { inChild } from "../support/in-child"
 
 const checks = async (text: string) => CommandChecks.checks(await Effect.runPromise(CommandLine.parse(text)))
-const plain = async (text: string) =>
-  (await checks(text)).filter((check) => check.opaque === undefined && check.named === undefined).map((check) => check.resource)
-const named = async (text: string) => (await checks(text)).filter((check) => check.named !== undefined).map((check) => [check.resource, check.named])
+const plain = async (text: string) => (await checks(text)).filter((check) => check.opaque === undefined).map((check) => check.resource)
 const opaque = async (text: string) => (await checks(text)).filter((check) => check.opaque !== undefined).map((check) => check.resource)
 const planted = async (text: string) => (await checks(text)).filter((check) => check.protected !== undefined).map((check) => check.resource)
 const owners = async (text: string) => CommandChecks.paths(await Effect.runPromise(CommandLine.parse(text))).map((path) => path.owner)
@@ -194,36 +192,34 @@ describe("options that hand a program a command are checked as that command", ()
   })
 })
 
-describe("a program core does not know may run a command named among its arguments", () => {
-  test("each word that could name a program starts a command the rules about it check", async () => {
-    expect(await named("logsave /dev/null rm -f victim")).toEqual([
-      ["/dev/null rm -f victim", "logsave /dev/null rm -f victim"],
-      ["null rm -f victim", "logsave /dev/null rm -f victim"],
-      ["rm -f victim", "logsave /dev/null rm -f victim"],
-      ["victim", "logsave /dev/null rm -f victim"],
-    ])
-    // Past `--`, and through a wrapper the named command is: all checked against the rules about them.
-    expect((await named("choom -n 5 -- rm x")).map(([resource]) => resource)).toContain("rm x")
-    expect((await named("luit -- sudo git push")).map(([resource]) => resource)).toEqual(expect.arrayContaining(["sudo git push", "git push"]))
-    // Not the program's own decision: its own text is the plain check.
-    expect(await plain("logsave /dev/null rm -f victim")).toEqual(["logsave /dev/null rm -f victim"])
-  })
-
-  test("options, assignments, expansions and patterns name no command", async () => {
-    expect(await named("mytool -v --out=x A=1 $X *.c . ..")).toEqual([])
-    // Programs core knows run nothing they are given as a word.
-    expect(await named("echo rm -rf x")).toEqual([])
-    expect(await named("grep -r 'rm -rf' .")).toEqual([])
-    expect(await named("make rm")).toEqual([])
-  })
-
-  test("a long line is read once per word, and past a bound is opaque", async () => {
-    const words = Array.from({ length: 60 }, (_, index) => `w${index}`).join(" ")
-    const started = performance.now()
-    expect((await named(`mytool ${words}`)).length).toBe(60)
-    expect(performance.now() - started).toBeLessThan(5_000)
-    const more = Array.from({ length: 65 }, (_, index) => `w${index}`).join(" ")
-    expect(await opaque(`mytool ${more}`)).toEqual([`mytool ${more}`])
+describe("programs that run the command after their options are read as wrappers", () => {
+  test("logsave, choom, luit, fakeroot-tcp, valgrind.bin, memusage, sotruss, dumb-init, tini, uvx, pipx run, nix develop -c ...", async () => {
+    for (const [line, inner] of [
+      ["logsave /dev/null rm -f victim", "rm -f victim"],
+      ["logsave -a -- /dev/null bash -c 'rm -f v'", "rm -f v"],
+      ["choom -n 5 -- rm x", "rm x"],
+      ["luit -encoding UTF-8 -- rm x", "rm x"],
+      ["fakeroot-tcp rm -f F", "rm -f F"],
+      ["valgrind.bin rm -f F", "rm -f F"],
+      ["memusage -p out.png rm x", "rm x"],
+      ["sotruss -f rm x", "rm x"],
+      ["dumb-init -c rm x", "rm x"],
+      ["tini -s -- rm x", "rm x"],
+      ["uvx --from ruff rm x", "rm x"],
+      ["pipx run rm x", "rm x"],
+      ["devbox run rm x", "rm x"],
+      ["gpg-agent --daemon rm x", "rm x"],
+      ["debconf-apt-progress -- rm x", "rm x"],
+      ["heaptrack rm x", "rm x"],
+      ["nix develop .#dev -c rm x", "rm x"],
+      ["nix shell nixpkgs#hello --command git push", "git push"],
+    ] as const) {
+      expect([line, await plain(line)]).toEqual([line, expect.arrayContaining([inner])])
+    }
+    // What a wrapper runs is read in full: code it is handed, and what makes it opaque.
+    expect(await opaque("logsave /dev/null env -S 'rm -f v'")).toEqual(["logsave /dev/null env -S 'rm -f v'"])
+    expect(await opaque("logsave /dev/null awk 'BEGIN{system(\"rm -f v\")}'")).toHaveLength(1)
+    expect(await opaque("nix develop")).toEqual([])
   })
 
   test("cmake -E env, time and chdir run the command after them", async () => {
@@ -246,10 +242,19 @@ describe("a program core does not know may run a command named among its argumen
       "make 'CC=rm -f x' all",
       "make X=`id`",
       'make CC="$CC"',
+      "make -f /dev/null -- 'X!=rm -f m1'",
+      "gmake 'X=$(shell id)'",
+      "bmake 'X!=id'",
+      "remake -E 'x'",
+      "make --fil=/dev/stdin",
+      "make --fil -",
+      "make --makef /dev/stdin",
+      "MAKEFILES=/dev/stdin make -f /dev/null",
+      "cmake -E __run_co_compile --tidy=rm --source=k1 -- true",
     ]) {
       expect([line, await opaque(line)]).toEqual([line, [line]])
     }
-    for (const line of ["make test", "make -j4 CC=clang DEBUG=1 all", "make PREFIX=/usr install", "make -- X=$(id)"]) {
+    for (const line of ["make test", "make -j4 CC=clang DEBUG=1 all", "make PREFIX=/usr install", "make -f Makefile.dev all", "make --file=build.mk"]) {
       expect([line, await opaque(line)]).toEqual([line, []])
     }
   })

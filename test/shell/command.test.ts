@@ -12,10 +12,8 @@ import { CommandChecks } from "../../src/shell/command-checks"
 import { inChild } from "../support/in-child"
 
 const parse = (text: string) => Effect.runPromise(CommandLine.parse(text))
-/** The checks of the commands the line runs (not those an unknown program's arguments may name: checks.test.ts). */
-const ran = async (text: string) => CommandChecks.checks(await parse(text)).filter((check) => check.named === undefined)
-const resources = async (text: string) => (await ran(text)).map((check) => check.resource)
-const saved = async (text: string) => (await ran(text)).map((check) => check.save)
+const resources = async (text: string) => CommandChecks.checks(await parse(text)).map((check) => check.resource)
+const saved = async (text: string) => CommandChecks.checks(await parse(text)).map((check) => check.save)
 /** The checks asked every time, whatever the rules: what cannot be known from the text. */
 const opaque = async (text: string) =>
   CommandChecks.checks(await parse(text))
@@ -24,7 +22,7 @@ const opaque = async (text: string) =>
 /** The checks decided by rules as usual. */
 const plain = async (text: string) =>
   CommandChecks.checks(await parse(text))
-    .filter((check) => check.opaque === undefined && check.named === undefined)
+    .filter((check) => check.opaque === undefined)
     .map((check) => check.resource)
 const located = async (text: string, workdir = "/work/here") =>
   CommandChecks.paths(await parse(text)).map((path) => CommandChecks.locate(path.word, workdir, "/home/someone"))
