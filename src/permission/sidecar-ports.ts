@@ -7,21 +7,46 @@ export * as SidecarPorts from "./sidecar-ports"
 // as it exits; one killed leaves it until a core finds its process gone. The folder is out of the commands' reach
 // (../shell/sandbox's hidden places) and protected from the file tools (./protected).
 
-import { existsSync, lstatSync, mkdirSync, readdirSync, unlinkSync, writeFileSync } from "node:fs"
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 
-/** Where the user's folder goes: memory every process of the machine shares, which commands never see. */
+/** Where the user's folder goes without a home the system knows: memory every process shares, which commands never see. */
 const SHARED = "/dev/shm"
 
+/** The home /etc/passwd gives the user of `uid` (not $HOME, which each process may set apart), if any. */
+const passwdHome = (uid: number): string | undefined => {
+  try {
+    for (const line of readFileSync("/etc/passwd", "utf8").split("\n")) {
+      const fields = line.split(":")
+      if (fields.length >= 7 && fields[2] === String(uid)) return fields[5]!.startsWith("/") && fields[5] !== "/" ? fields[5] : undefined
+    }
+  } catch {
+    // No /etc/passwd: the shared place below.
+  }
+  return undefined
+}
+
+let found: string | null | undefined
+
 /**
- * The folder, the same for every core of this user whatever its environment (not under $HOME or $TMPDIR, which
- * each may set apart): in /dev/shm, of which a command sees only an empty one of its own. Not in /tmp: a place
- * there that no command may reach keeps commands from having /tmp whole (../shell/sandbox). Undefined where the
- * system has no /dev/shm.
+ * The folder, the same for every core of this user whatever its environment: under the home /etc/passwd gives the
+ * user, which no other user can make first (not under $HOME or $TMPDIR, which each process may set apart, and not
+ * in /tmp: a place there that no command may reach keeps commands from having /tmp whole, ../shell/sandbox); for a
+ * user without one, in /dev/shm, of which a command sees only an empty one of its own. Undefined where neither is.
  */
 export const folder = (): string | undefined => {
+  if (found !== undefined) return found ?? undefined
   const uid = process.getuid?.()
-  return uid === undefined || !existsSync(SHARED) ? undefined : join(SHARED, `core-${uid}`, "sidecar-ports")
+  const home = uid === undefined ? undefined : passwdHome(uid)
+  found =
+    uid === undefined
+      ? null
+      : home !== undefined && existsSync(home)
+        ? join(home, ".local", "state", "core", "sidecar-ports")
+        : existsSync(SHARED)
+          ? join(SHARED, `core-${uid}`, "sidecar-ports")
+          : null
+  return found ?? undefined
 }
 
 /** An entry's name: the serve's pid and the port. */
@@ -34,10 +59,10 @@ const usable = (): string | undefined => {
   if (uid === undefined || path === undefined) return undefined
   try {
     mkdirSync(path, { recursive: true, mode: 0o700 })
-    // Both the user's folder and this one: another user's folder there could have this one replaced at will.
-    for (const each of [join(path, ".."), path]) {
+    // The folder and the one holding it: another user's folder there could have this one replaced at will.
+    for (const [each, mask] of [[join(path, ".."), 0o022], [path, 0o077]] as const) {
       const stats = lstatSync(each)
-      if (!stats.isDirectory() || stats.uid !== uid || (stats.mode & 0o077) !== 0) return undefined
+      if (!stats.isDirectory() || stats.uid !== uid || (stats.mode & mask) !== 0) return undefined
     }
     return path
   } catch {
@@ -63,7 +88,7 @@ export const register = (port: number): string | undefined => {
   const path = usable()
   if (path === undefined) {
     const where = folder()
-    return where === undefined ? `this system has no ${SHARED}` : `${where} is not a folder of this user's alone`
+    return where === undefined ? `this system has no home for the user and no ${SHARED}` : `${where} is not a folder of this user's alone`
   }
   const entry = join(path, `${process.pid}-${port}`)
   try {
