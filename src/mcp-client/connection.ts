@@ -299,7 +299,7 @@ export class Server {
     if ((this.status as Status) === "closed") return void (await transport.close())
     this.process = transport instanceof McpClientStdio.Process ? transport : undefined
     const process = this.process
-    const client = new (McpSdk.load().client.Client)({ name: "core", version: this.options.version }, { capabilities: {} })
+    const client = new (McpSdk.load().client.Client)({ name: "core", version: this.options.version }, { capabilities: {}, jsonSchemaValidator: McpSdk.validators() })
     this.opening = client
     client.setNotificationHandler(McpSdk.load().types.ToolListChangedNotificationSchema, () => {
       if (this.client === client) this.refresh(client)
@@ -440,7 +440,7 @@ export class Server {
         const outputSchema = withoutPatterns(tool.outputSchema) as McpTool["outputSchema"]
         const costly = SchemaCost.problem(outputSchema)
         if (costly !== undefined) throw new Error(costly)
-        new (McpSdk.load().ajv.AjvJsonSchemaValidator)().getValidator(outputSchema as Parameters<AjvJsonSchemaValidator["getValidator"]>[0])
+        McpSdk.validators().getValidator(outputSchema as Parameters<AjvJsonSchemaValidator["getValidator"]>[0])
         usable.push(tool)
         checked.push({ ...tool, outputSchema })
       } catch (cause) {
@@ -529,7 +529,7 @@ export class Server {
       // Before it is compiled or probed: checking a value against it could stall core (SchemaCost).
       const costly = SchemaCost.problem(inputSchema)
       if (costly !== undefined) return `its input schema cannot be used: ${costly}`
-      const validators = new (McpSdk.load().ajv.AjvJsonSchemaValidator)()
+      const validators = McpSdk.validators()
       const validator = validators.getValidator(inputSchema as Parameters<typeof validators.getValidator>[0])
       /** The validator's answer, or the message of what it threw. */
       const checked = (input: unknown): { readonly problem?: string; readonly broke?: string } => {

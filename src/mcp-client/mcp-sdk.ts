@@ -11,6 +11,9 @@ export interface Modules {
   readonly stdio: typeof import("@modelcontextprotocol/sdk/client/stdio.js")
   readonly types: typeof import("@modelcontextprotocol/sdk/types.js")
   readonly ajv: typeof import("@modelcontextprotocol/sdk/validation/ajv-provider.js")
+  /** Ajv itself and its formats, to make the validator the SDK's provider runs with (Validators.provider). */
+  readonly Ajv: typeof import("ajv").default
+  readonly formats: typeof import("ajv-formats").default
 }
 
 let loaded: Modules | undefined
@@ -23,4 +26,17 @@ export const load = (): Modules =>
     stdio: require("@modelcontextprotocol/sdk/client/stdio.js"),
     types: require("@modelcontextprotocol/sdk/types.js"),
     ajv: require("@modelcontextprotocol/sdk/validation/ajv-provider.js"),
+    Ajv: require("ajv").default,
+    formats: require("ajv-formats").default,
   })
+
+/**
+ * A JSON Schema validator as the SDK's own, but stopping at a value's first error: with every error collected (the
+ * SDK's default), a server's result of a few million values each breaking its schema held gigabytes in core.
+ */
+export const validators = (): InstanceType<Modules["ajv"]["AjvJsonSchemaValidator"]> => {
+  const modules = load()
+  const ajv = new modules.Ajv({ strict: false, validateFormats: true, validateSchema: false, allErrors: false })
+  modules.formats(ajv)
+  return new modules.ajv.AjvJsonSchemaValidator(ajv)
+}

@@ -27,9 +27,14 @@ const SAME_ONE = ["not", "if", "then", "else"] as const
 
 const isSchema = (value: unknown): value is Node => typeof value === "object" && value !== null && !Array.isArray(value)
 
-/** A JSON pointer in the schema document (`#/$defs/a`), or undefined where it leads nowhere. */
-const pointed = (root: unknown, ref: string): unknown => {
+/**
+ * Where a reference leads in the schema document: `#`, a JSON pointer (`#/$defs/a`), or an anchor (`#a`: a `$anchor`,
+ * or a draft-07 `$id` of `#a`); undefined where it leads nowhere. Other references (by a `$id`'s URI) are not
+ * followed, and `problem` refuses a schema holding one.
+ */
+const pointed = (root: unknown, ref: string, anchors: ReadonlyMap<string, Node>): unknown => {
   if (ref === "#") return root
+  if (/^#[A-Za-z_][\w.:-]*$/.test(ref)) return anchors.get(ref.slice(1))
   if (!ref.startsWith("#/")) return undefined
   let at: unknown = root
   for (const raw of ref.slice(2).split("/")) {
@@ -45,23 +50,63 @@ const pointed = (root: unknown, ref: string): unknown => {
   return at
 }
 
-/** The subschemas applied to the same value as `node` (the `$ref` it names first, resolved where it can be). */
-const sameOf = (root: unknown, node: Node): ReadonlyArray<Node> => {
+/** The references a schema node makes. */
+const REFS = ["$ref", "$dynamicRef", "$recursiveRef"] as const
+
+/**
+ * The subschemas applied to the same value as `node` (what it refers to included), or the reference it makes that
+ * leads nowhere this check can follow.
+ */
+const sameOf = (root: unknown, node: Node, anchors: ReadonlyMap<string, Node>): ReadonlyArray<Node> | string => {
   const found: Array<Node> = []
   for (const key of SAME_ARRAYS) {
     const list = node[key]
     if (Array.isArray(list)) for (const each of list) if (isSchema(each)) found.push(each)
   }
   for (const key of SAME_ONE) if (isSchema(node[key])) found.push(node[key] as Node)
-  if (isSchema(node.dependentSchemas)) for (const each of Object.values(node.dependentSchemas)) if (isSchema(each)) found.push(each)
-  for (const key of ["$ref", "$dynamicRef", "$recursiveRef"]) {
+  // Draft 2020-12's dependentSchemas, and draft-07's dependencies where they are schemas (not lists of names).
+  for (const key of ["dependentSchemas", "dependencies"]) {
+    if (isSchema(node[key])) for (const each of Object.values(node[key] as Node)) if (isSchema(each)) found.push(each)
+  }
+  for (const key of REFS) {
     const ref = node[key]
     if (typeof ref !== "string") continue
-    const target = pointed(root, ref)
-    if (isSchema(target)) found.push(target)
+    const target = pointed(root, ref, anchors)
+    if (!isSchema(target)) return ref
+    found.push(target)
   }
   return found
 }
+
+/**
+ * The anchors of a schema document (`$anchor`, and a draft-07 `$id` of `#name`), or why its references cannot be
+ * followed here: a `$id` naming a resource of its own below the root (its `#/…` references are its own then).
+ */
+const anchorsOf = (root: Node): Map<string, Node> | string => {
+  const anchors = new Map<string, Node>()
+  const pending: Array<{ readonly value: unknown; readonly top: boolean }> = [{ value: root, top: true }]
+  let seen = 0
+  while (pending.length > 0) {
+    const { value, top } = pending.pop()!
+    if (typeof value !== "object" || value === null) continue
+    if (++seen > MAX_STATES * 10) return "it is too large to follow its references"
+    if (Array.isArray(value)) {
+      for (const each of value) pending.push({ value: each, top: false })
+      continue
+    }
+    const node = value as Node
+    if (typeof node.$anchor === "string") anchors.set(node.$anchor, node)
+    if (typeof node.$id === "string") {
+      if (/^#[A-Za-z_][\w.:-]*$/.test(node.$id)) anchors.set(node.$id.slice(1), node)
+      else if (!top) return `it names a schema of its own inside it ($id ${JSON.stringify(node.$id).slice(0, 100)}), whose references core does not follow`
+    }
+    for (const [key, each] of Object.entries(node)) if (!DATA_KEYWORDS.has(key)) pending.push({ value: each, top: false })
+  }
+  return anchors
+}
+
+/** Keywords whose values are data, not schemas: what they hold is never a subschema (`enum: [{"$id": …}]`). */
+const DATA_KEYWORDS: ReadonlySet<string> = new Set(["enum", "const", "default", "examples", "example"])
 
 /** A key of a value's children as the schemas can tell them apart. */
 type Key = { readonly property: string } | { readonly index: number } | "other-property" | "other-index" | "property-name"
@@ -114,12 +159,16 @@ const keysOf = (nodes: Iterable<Node>): ReadonlyArray<Key> => {
  */
 export const problem = (schema: unknown): string | undefined => {
   const root = schema
+  if (!isSchema(schema)) return undefined
+  const anchors = anchorsOf(schema)
+  if (typeof anchors === "string") return anchors
   const ids = new Map<Node, number>()
   const idOf = (node: Node) => ids.get(node) ?? (ids.set(node, ids.size), ids.size - 1)
   /** Each node's applications on one value, itself included, by node: memoized, capped past MAX_APPLIED. */
   const closures = new Map<Node, Map<Node, number>>()
   const onStack = new Set<Node>()
   let endless: string | undefined
+  let unfollowed: string | undefined
   const closure = (node: Node): Map<Node, number> => {
     const known = closures.get(node)
     if (known !== undefined) return known
@@ -129,7 +178,12 @@ export const problem = (schema: unknown): string | undefined => {
     }
     onStack.add(node)
     const applied = new Map<Node, number>([[node, 1]])
-    for (const each of sameOf(root, node)) {
+    const same = sameOf(root, node, anchors)
+    if (typeof same === "string") {
+      unfollowed ??= `it refers to ${JSON.stringify(same).slice(0, 100)}, which core does not follow`
+      return applied
+    }
+    for (const each of same) {
       for (const [reached, times] of closure(each)) applied.set(reached, Math.min(MAX_APPLIED + 1, (applied.get(reached) ?? 0) + times))
     }
     onStack.delete(node)
@@ -150,6 +204,7 @@ export const problem = (schema: unknown): string | undefined => {
       }
     }
     if (endless !== undefined) return endless
+    if (unfollowed !== undefined) return unfollowed
     if (total > MAX_APPLIED) return `some data would meet more than ${MAX_APPLIED} of its subschemas on one value`
     const key = [...state].map(([node, times]) => `${idOf(node)}:${times}`).sort().join(",")
     if (seen.has(key) || depth > Nesting.MAX_DEPTH) return undefined
@@ -158,7 +213,6 @@ export const problem = (schema: unknown): string | undefined => {
     pending.push({ state, depth })
     return undefined
   }
-  if (!isSchema(schema)) return undefined
   const first = enter(new Map([[schema, 1]]), 0)
   if (first !== undefined) return first
   while (pending.length > 0) {
