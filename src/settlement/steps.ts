@@ -304,11 +304,11 @@ const progressOf = (update: unknown): Tool.Progress | undefined => {
 }
 
 /**
- * The longest progress message shown (cut, with `…`), and a tenth of the most JSON its metadata may make (or it is
+ * The longest progress message shown (cut, with `…`), and an eighth of the most JSON its metadata may make (or it is
  * left out): each update is kept for every event reader that has yet to read it (4,096 of them at most), and an MCP
  * server's updates of 10 MB each held gigabytes in `core serve` behind one slow reader.
  */
-const MAX_PROGRESS_CHARS = 1_000
+const MAX_PROGRESS_CHARS = 4_000
 
 /** The context a call's tool gets: the runner's ids exactly, and its progress reporter (DESIGN §2 law 3). */
 export const contextOf = (call: Call, options: Options | undefined): Tool.Context => {

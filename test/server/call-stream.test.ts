@@ -51,7 +51,8 @@ const eventsOf = (text: string) => {
   for (;;) {
     const lineEnd = text.indexOf("\r\n", at)
     const size = Number.parseInt(text.slice(at, lineEnd), 16)
-    if (size === 0) break
+    // The end, or a chunk this reader cannot follow (sizes count bytes, the text characters): it stops rather than spin.
+    if (!(size > 0)) break
     body += text.slice(lineEnd + 2, lineEnd + 2 + size)
     at = lineEnd + 2 + size + 2
   }

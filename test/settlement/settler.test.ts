@@ -327,7 +327,7 @@ for (const path of Kernel.PATHS) {
             { message: "cycle" },
             { message: "list" },
             { message: "fine", metadata: { step: 1 } },
-            { message: `${"x".repeat(1_000)}…` },
+            { message: `${"x".repeat(4_000)}…` },
           ])
         }),
       ))
