@@ -52,22 +52,29 @@ export const folder = (): string | undefined => {
 /** An entry's name: the serve's pid and the port. */
 const ENTRY = /^(\d+)-(\d+)$/
 
-/** The folder once made and checked to be the user's alone (not a folder another user made first), or undefined. */
+/**
+ * `path` made where it is missing, and whether it is then a folder of `uid`'s alone: the folder (no one else may
+ * enter it) and the one holding it (no one else may write it: another user's folder there could have this one
+ * replaced at will). Another user's folder found there in its place (made first, in /dev/shm) is refused.
+ */
+export const ownFolder = (path: string, uid: number): boolean => {
+  try {
+    mkdirSync(path, { recursive: true, mode: 0o700 })
+    for (const [each, mask] of [[join(path, ".."), 0o022], [path, 0o077]] as const) {
+      const stats = lstatSync(each)
+      if (!stats.isDirectory() || stats.uid !== uid || (stats.mode & mask) !== 0) return false
+    }
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** The folder once made and checked to be the user's alone, or undefined. */
 const usable = (): string | undefined => {
   const path = folder()
   const uid = process.getuid?.()
-  if (uid === undefined || path === undefined) return undefined
-  try {
-    mkdirSync(path, { recursive: true, mode: 0o700 })
-    // The folder and the one holding it: another user's folder there could have this one replaced at will.
-    for (const [each, mask] of [[join(path, ".."), 0o022], [path, 0o077]] as const) {
-      const stats = lstatSync(each)
-      if (!stats.isDirectory() || stats.uid !== uid || (stats.mode & mask) !== 0) return undefined
-    }
-    return path
-  } catch {
-    return undefined
-  }
+  return uid !== undefined && path !== undefined && ownFolder(path, uid) ? path : undefined
 }
 
 const alive = (pid: number): boolean => {
