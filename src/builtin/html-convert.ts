@@ -35,7 +35,7 @@ const OPTIONS: TurndownService.Options = {
  * `visibility: hidden`): left out, so a page cannot put words before a model that a person viewing it never sees.
  * (Stylesheets are not applied: what they hide still shows.)
  */
-const hiddenByMarkup = (element: { getAttribute: (name: string) => string | null; hasAttribute?: (name: string) => boolean }): boolean =>
+const hiddenByMarkup = (element: { getAttribute: (name: string) => string | null }): boolean =>
   element.getAttribute("hidden") !== null || /(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\s*(?:!important\s*)?(?:;|$)/i.test(element.getAttribute("style") ?? "")
 
 /** A link a reader's click would run as code rather than follow (`javascript:`, `vbscript:`, `data:`): kept as text. */

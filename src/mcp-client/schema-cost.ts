@@ -190,9 +190,10 @@ export const problem = (schema: unknown): string | undefined => {
     closures.set(node, applied)
     return applied
   }
+  /** The sets of subschemas (each with how many times it applies) met on some value, and those yet to be followed. */
   const seen = new Set<string>()
-  /** Walks the values reachable from one met by `start` (each schema with how many times it applies). */
   const pending: Array<{ readonly state: Map<Node, number>; readonly depth: number }> = []
+  /** A value met by `given`: its subschemas counted with what they apply, and followed unless met before. */
   const enter = (given: Map<Node, number>, depth: number): string | undefined => {
     const state = new Map<Node, number>()
     let total = 0
