@@ -183,7 +183,7 @@ const makeTool = (services: Builtin.Services) =>
         if (misnamed !== undefined) return yield* misnamed
 
         // Every permission is asked before anything is read; a rule denying any path refuses before anything is asked.
-        const planned = yield* plansOf(services, operations)
+        const planned = yield* plansOf(services, operations, context.sessionID)
         yield* Builtin.refuseDenied(services, context, planned.flatMap(({ checks }) => checks))
         const place = (index: number): Effect.Effect<Place, Permission.Refusal> => {
           const { resolved, checks } = planned[index]!
@@ -579,10 +579,11 @@ const changesOf = (
  * of it alone shows (Git.bare, with the patch's other files taken as made); those files are then asked of a person,
  * as a protected change is.
  */
-const plansOf = (services: Builtin.Services, operations: ReadonlyArray<Patch.Operation>) =>
+const plansOf = (services: Builtin.Services, operations: ReadonlyArray<Patch.Operation>, sessionID?: string) =>
   Effect.gen(function* () {
     const changes = changesOf(operations)
-    const planned = yield* Effect.forEach(changes, (change) => Builtin.changePlan(services, change))
+    const session = sessionID === undefined ? {} : { sessionID }
+    const planned = yield* Effect.forEach(changes, (change) => Builtin.changePlan(services, { ...change, ...session }))
     const made = changes.flatMap((change, index) => (change.makes ? [planned[index]!.resolved.real] : []))
     const madeHere = makes(made)
     return planned.map((plan) => {

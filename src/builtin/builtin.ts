@@ -97,11 +97,13 @@ export const authorizePath = (
  * The checks of a change to the file at `path`, in order: outside the Location `external_directory`, then, when the
  * tool `reads` the file's text (edit and an apply_patch update read it, show it back in a diff or a near match, and
  * may move it where it can be read), `read` on it, as bash's `mv` and `sed -i` are checked, then `edit`. A rule
- * denying the read refuses the change as it refuses the read: one rule per path, whichever tool reaches it.
+ * denying the read refuses the change as it refuses the read: one rule per path, whichever tool reaches it. The
+ * read is the calling session's (`sessionID`, left out only to explain a call): another session's managed output is
+ * refused to it as it is to `read`, whatever is approved.
  */
 export const changePlan = (
   services: Services,
-  input: { readonly path: string; readonly reads: boolean },
+  input: { readonly path: string; readonly reads: boolean; readonly sessionID?: string },
 ): Effect.Effect<{ readonly resolved: Boundary.Resolved; readonly checks: ReadonlyArray<Permission.Check> }, Tool.Failure> =>
   Effect.gen(function* () {
     const failed = (error: Boundary.PathError) => Effect.fail(new Tool.Failure({ message: error.message }))
@@ -109,8 +111,9 @@ export const changePlan = (
       .pathChecks({ action: "edit", path: input.path, access: "write" })
       .pipe(Effect.catchTag("Boundary.PathError", failed))
     if (!input.reads) return edit
+    const session = input.sessionID === undefined ? {} : { sessionID: input.sessionID }
     const read = yield* services.permission
-      .pathChecks({ action: "read", path: input.path, access: "read" })
+      .pathChecks({ action: "read", path: input.path, access: "read", ...session })
       .pipe(Effect.catchTag("Boundary.PathError", failed))
     const checks = [...edit.checks]
     checks.splice(checks.length - 1, 0, ...read.checks.filter((check) => check.action === "read"))
@@ -132,7 +135,7 @@ export const authorizeChange = (
     if (ending !== undefined) {
       return yield* new Tool.Failure({ message: `Cannot ${input.tool} ${input.path}: ${Text.namesDirectory(ending)}` })
     }
-    const { resolved, checks } = yield* changePlan(services, input)
+    const { resolved, checks } = yield* changePlan(services, { path: input.path, reads: input.reads, sessionID: context.sessionID })
     yield* authorize(services, context, checks, { tool: input.tool })
     return { resolved, shown: display(services.directory, resolved.real), asked: askedOf(checks) }
   })

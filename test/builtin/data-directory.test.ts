@@ -4,7 +4,7 @@
 // given the session's own output folder still finds its lines, and another session is refused it, by read too.
 
 import { beforeAll, describe, expect, test } from "bun:test"
-import { mkdirSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { core, type Sandbox, sandbox, settlementOf } from "../cli/fixture"
 import { binary } from "../support/binary"
@@ -93,5 +93,29 @@ describe("grep, glob and list leave out core's data directory", () => {
     expect(text(read)).toContain("only in the session that made them")
     expect(text(read)).not.toContain(`${OTHER}_1500`)
     expect(settlementOf(await call(box, "read", { filePath: kept, offset: 1500, limit: 1 }, "sesA")).status).toBe("success")
+  }, 60_000)
+
+  test("edit and apply_patch, which read the file they change, are refused another session's output before asking", async () => {
+    const box = holding()
+    const made = settlementOf(
+      await call(box, "bash", { command: `for i in $(seq 1 4000); do echo ${OTHER}_$i; done`, description: "print" }, "sesA"),
+    )
+    const kept = /filePath "([^"]+)"/.exec(text(made))?.[1]
+    expect(kept).toStartWith(join(box.data, "outputs"))
+    const before = readFileSync(kept!, "utf8")
+    // A near match would quote the lines around it; a match would change the output another session reads back.
+    const edits = [
+      call(box, "edit", { filePath: kept, oldString: `${OTHER}_1500\n${OTHER}_15X1`, newString: "forged" }, "sesB"),
+      call(box, "edit", { filePath: kept, oldString: `${OTHER}_1500\n`, newString: "forged\n" }, "sesB"),
+      call(box, "apply_patch", { patchText: `*** Begin Patch\n*** Update File: ${kept}\n@@\n-${OTHER}_1500\n+forged\n*** End Patch` }, "sesB"),
+    ]
+    for (const result of await Promise.all(edits)) {
+      const settlement = settlementOf(result)
+      expect(settlement.status).toBe("error")
+      expect(text(settlement)).toContain("only in the session that made them")
+      expect(text(settlement)).not.toContain(`${OTHER}_1499`)
+      expect(text(settlement)).not.toContain(`${OTHER}_1501`)
+    }
+    expect(readFileSync(kept!, "utf8")).toBe(before)
   }, 60_000)
 })
