@@ -267,6 +267,10 @@ async function* events(body: ReadableStream<Uint8Array>): AsyncGenerator<{ event
 
 const stderr = (text: string) => void process.stderr.write(text)
 
+/** How to get a call's settlement later; its ids are the host's (a model's, passed on), shown inert on a terminal. */
+const callAgain = (call: { readonly sessionID: string; readonly toolCallID: string }) =>
+  `Call again with --session ${Terminal.shown(call.sessionID)} --call ${Terminal.shown(call.toolCallID)} to get its settlement once recorded`
+
 /** Writes `text` on stdout and waits until the reader has it; a reader gone away is no failure. */
 const stdout = async (text: string): Promise<unknown> => {
   try {
@@ -327,8 +331,7 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
       line?.clear()
       stderr(
         `core: the core serve settling the call (pid ${sidecar.record.pid}) did not answer its cancel within ` +
-          `${CANCEL_ANSWER_MS / 1000} s; the call may still run there. Call again with --session ${call.sessionID} ` +
-          `--call ${call.toolCallID} to get its settlement once recorded\n`,
+          `${CANCEL_ANSWER_MS / 1000} s; the call may still run there. ${callAgain(call)}\n`,
       )
       process.exit(EXIT.operational)
     }, CANCEL_ANSWER_MS)
@@ -426,7 +429,7 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
   terminal.close()
   stderr(
     `core: the core serve settling the call (pid ${sidecar.record.pid}) stopped before answering; it may have run. ` +
-      `Call again with --session ${call.sessionID} --call ${call.toolCallID} to get its settlement once recorded\n`,
+      `${callAgain(call)}\n`,
   )
   return EXIT.operational
 }

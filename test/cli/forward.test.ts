@@ -617,12 +617,14 @@ describe("a sidecar that stops mid-call", () => {
 
   // Before the call's first event too: the sidecar answers the request's head at once, so exec knows the call was
   // taken (it used to wait for the first event, and took a sidecar gone meanwhile for one that refused the call).
-  test("dying mid-call before the call said anything: exec says so and exits 3", async () => {
+  // The ids it names are a host's, maybe a model's: a clear-screen and a clipboard write in one stay inert text.
+  test("dying mid-call before the call said anything: exec says so and exits 3, naming the call inert", async () => {
     const box = sandbox({ "tools/wait.ts": waitTool({ record: "wait" }) })
     box.env.CORE_LEASE_MS = "500"
     const sidecar = await serve(box)
+    const hostile = "call_\u001b[2J\u001b]52;c;ZWNobyBwd25lZA==\u0007"
     const running = await start(box, [
-      "exec", "wait", "--input", "{}", "--location", box.location, "--session", "ses_mute", "--call", "call_mute",
+      "exec", "wait", "--input", "{}", "--location", box.location, "--session", "ses_mute", "--call", hostile,
     ])
     while (runs(box, "wait") === 0) await Bun.sleep(20)
     await Bun.sleep(100)
@@ -631,6 +633,9 @@ describe("a sidecar that stops mid-call", () => {
     expect(result.code).toBe(3)
     expect(result.stdout).toBe("")
     expect(result.stderr).toContain("stopped before answering; it may have run")
+    expect(result.stderr).toContain(`--session ses_mute --call ${JSON.stringify(hostile)}`)
+    expect(result.stderr).not.toContain("\u001b")
+    expect(result.stderr).not.toContain("\u0007")
     expect(runs(box, "wait")).toBe(1)
   })
 
