@@ -87,13 +87,15 @@ const shortInput = (entry: Recorded.Entry, width: number): string =>
   )
 
 /**
- * A tool name or call id as its cell shows it (both come from clients): as it is when it needs no escape, else
- * quoted with every character a terminal acts on escaped, so that no cell breaks its row, forges another or drives
- * the terminal.
+ * A tool name or call id as its cell shows it (both come from clients): as it is when it needs no escape and holds
+ * no space, else quoted with every character a terminal acts on escaped, so that no cell breaks its row, forges
+ * another or drives the terminal. A space would let a name show the cells of a row of its own (`read   build
+ * success ...`), and one at its end hide behind the padding (`read ` shown as `read`); an empty one would shift the
+ * row.
  */
 const cell = (text: string): string => {
   const shown = Terminal.quoted(text)
-  return shown.slice(1, -1) === text ? text : shown
+  return shown.slice(1, -1) === text && text !== "" && !/\s/u.test(text) ? text : shown
 }
 
 export const table = (entries: ReadonlyArray<Recorded.Entry>, columns: number): string => {

@@ -121,6 +121,23 @@ describe("core log", () => {
     expect(lines[2]).toContain(String.raw`"bad\u001b[31mtool\nX"`)
   })
 
+  // A tool name with spaces would show a row's cells of its own (a success where the call was unknown), and one with
+  // a space at its end would look like the tool it is not.
+  test("a tool name or call id holding spaces is quoted, so it cannot show cells of its own", async () => {
+    const spaced = sandbox()
+    const forged = "read             build  success        3ms       c9"
+    await exec(spaced, forged, {}, ["--session", "ses_s", "--call", "call forged"])
+    await exec(spaced, "read ", {}, ["--session", "ses_s", "--call", "call_trailing"])
+    const result = await core(spaced, ["log", "--location", spaced.location])
+    expect(result).toMatchObject({ code: 0, stderr: "" })
+    const lines = result.stdout.trimEnd().split("\n")
+    expect(lines).toHaveLength(3)
+    expect(lines[1]).toContain(`${JSON.stringify(forged)}  build  error:unknown`)
+    expect(lines[1]).toContain(`"call forged"`)
+    expect(lines[2]).toContain(`"read "`)
+    expect(lines[2]).toContain("error:unknown")
+  })
+
   // A terminal gives a CJK character or an emoji two columns: the table is laid out by columns, so every row's cells
   // start where the header's do, and an input is cut to the columns left, never inside a character.
   test("names, ids and inputs in CJK or with emoji keep the columns aligned and the rows within the width", async () => {
