@@ -136,24 +136,46 @@ export const hostNamedBy = (pattern: string): string | undefined => {
   return authority.toLowerCase()
 }
 
-/** The check a request of `url` makes. */
 /**
- * The URL as a server reads it, where its spelling differs: the host without its trailing dots, the path with its
+ * The URL as servers read it, where its spelling differs: the host without its trailing dots, the path with its
  * percent-escapes decoded, runs of slashes as one, and the `.` and `..` segments the decoding made resolved
  * (`https://x.example./%61dmin//a` and `https://x.example/pub/..%2fadmin/a` are `https://x.example/admin/a` to most
- * servers). Checked beside the URL as given, so that a rule denying a host or a path holds for every spelling of it:
- * a deny of either refuses the call (one rule per resource, whichever spelling reaches it).
+ * servers); and, where it differs again, the path as the servers read it that decode it twice (a proxy, then the
+ * application: `%2561dmin`) and take a segment's `;parameters` off (Tomcat, Jetty, Spring: `/admin;x/a`,
+ * `/pub/..;/admin`). Checked beside the URL as given, so that a rule denying a host or a path holds for every
+ * spelling of it: a deny of any refuses the call (one rule per resource, whichever spelling reaches it), and a rule
+ * opening a host must match them all.
  */
 const spellings = (url: URL): ReadonlyArray<string> => {
-  // Each run of escapes decoded alone, bytes that are no UTF-8 as U+FFFD: one such escape (`%ff`) must not keep the
-  // others (`%61dmin`, `..%2f`) from being read as the server reads them.
-  const path = url.pathname.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) =>
+  const host = url.host.replace(/\.+(?=:\d+$|$)/, "")
+  const read = (path: string) => `${url.protocol}//${host}${withoutDots(path.replace(/\/{2,}/g, "/"))}${url.search}`
+  const once = decoded(url.pathname)
+  let again = once
+  for (let round = 0; round < DECODING_ROUNDS && /%[0-9A-Fa-f]{2}/.test(again); round++) again = decoded(again)
+  return [...new Set([url.href, read(once), read(withoutParameters(again))])]
+}
+
+/** How many more times a path is decoded for the spelling of the servers that decode it again. */
+const DECODING_ROUNDS = 3
+
+/**
+ * `path` with its percent-escapes decoded, each run of them alone, bytes that are no UTF-8 as U+FFFD: one such escape
+ * (`%ff`) must not keep the others (`%61dmin`, `..%2f`) from being read as the server reads them.
+ */
+const decoded = (path: string): string =>
+  path.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) =>
     new TextDecoder().decode(Uint8Array.from(run.slice(1).split("%"), (hex) => Number.parseInt(hex, 16))),
   )
-  const host = url.host.replace(/\.+(?=:\d+$|$)/, "")
-  const read = `${url.protocol}//${host}${withoutDots(path.replace(/\/{2,}/g, "/"))}${url.search}`
-  return read === url.href ? [url.href] : [url.href, read]
-}
+
+/** `path` with each segment's `;parameters` taken off (`/admin;jsessionid=1/a` is `/admin/a`; `..;` is `..`). */
+const withoutParameters = (path: string): string =>
+  path
+    .split("/")
+    .map((segment) => {
+      const at = segment.indexOf(";")
+      return at === -1 ? segment : segment.slice(0, at)
+    })
+    .join("/")
 
 /** An absolute path with its `.` and `..` segments resolved, as RFC 3986 removes them (a `..` at the root stays there). */
 const withoutDots = (path: string): string => {
@@ -173,6 +195,7 @@ const withoutDots = (path: string): string => {
   return kept.join("/") || "/"
 }
 
+/** The check a request of `url` makes. */
 const checkOf = (url: URL): Permission.Check => ({ action: NAME, resources: spellings(url), save: [savedPattern(url)] })
 
 /**
