@@ -105,15 +105,21 @@ export const connectionDescriptors = (limit: number): number =>
 /** The longest path of a unix socket (sun_path, less its terminating zero), with a margin. */
 const MAX_SOCKET_PATH = 100
 
+/** Whether a held directory is reached as `/proc/self/fd/N` (Linux), a short path however deep the directory lies. */
+const HELD_BY_PROC = existsSync("/proc/self/fd")
+
 /**
- * A private (0700) directory for the server's unix socket, `serve-<pid>-<machine><random>` (ProcessDirs): in the data
- * directory, or the temporary one if that is too deep for a socket's path. Those a killed core of this machine left
- * there are removed.
+ * A private (0700) directory for the server's unix socket and its forwarding record (the token that record holds
+ * answers every route), `serve-<pid>-<machine><random>` (ProcessDirs), in the data directory: hidden from commands
+ * and kept from the tools with the rest of it. The socket is bound and reached through the held directory, so the
+ * data directory's depth never matters where that is `/proc/self/fd/N`. Elsewhere a data directory too deep for a
+ * socket's path puts it in the temporary one instead (`inData` false), where no record is written: exec forwards
+ * only to the records of its data directory. Those a killed core of this machine left there are removed.
  */
-const socketDirectory = (dataDir: string): string => {
+const socketDirectory = (dataDir: string): { readonly directory: string; readonly inData: boolean } => {
   const prefix = "serve-"
-  const parent = join(dataDir, prefix).length + 30 + "/http.sock".length <= MAX_SOCKET_PATH ? dataDir : tmpdir()
-  return ProcessDirs.make(parent, prefix)
+  const inData = HELD_BY_PROC || join(dataDir, prefix).length + 30 + "/http.sock".length <= MAX_SOCKET_PATH
+  return { directory: ProcessDirs.make(inData ? dataDir : tmpdir(), prefix), inData }
 }
 
 /**
@@ -130,7 +136,7 @@ const held = (directory: string): { readonly at: (name: string) => string; reado
     throw new Error(`${directory} is not the private directory core made for its socket (it was replaced as it was made)`)
   }
   // Elsewhere than Linux (no /proc), by its path.
-  const base = existsSync("/proc/self/fd") ? `/proc/self/fd/${fd}` : directory
+  const base = HELD_BY_PROC ? `/proc/self/fd/${fd}` : directory
   return { at: (name) => `${base}/${name}`, close: () => closeSync(fd) }
 }
 
@@ -193,7 +199,7 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
   // Bun.serve answers on a unix socket in a private directory; the guard (./guard) listens on the address, keeps
   // the read deadline and bounds the connections below the open-file limit.
   yield* Effect.sync(() => mkdirSync(options.environment.dataDir, { recursive: true, mode: 0o700 }))
-  const directory = yield* Effect.sync(() => socketDirectory(options.environment.dataDir))
+  const { directory, inData } = yield* Effect.sync(() => socketDirectory(options.environment.dataDir))
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(directory, { recursive: true, force: true })))
   const place = yield* Effect.acquireRelease(
     Effect.try({ try: () => held(directory), catch: (cause) => listenError(options, cause) }),
@@ -261,19 +267,22 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
     )
   }
   const url = `http://${Security.authority(options.host, port)}`
-  yield* Effect.sync(() =>
-    Forwarding.write(place.at(""), {
-      version: packageJson.version,
-      pid: process.pid,
-      execPath: process.execPath,
-      url,
-      token: forwardToken,
-      location: options.primary.directory,
-      roots: options.roots,
-      environment: Forwarding.environmentDigest(process.env),
-      umask: process.umask(),
-    }),
-  )
+  // Only in the data directory, which no command or tool reads: elsewhere a command could read the token.
+  if (inData) {
+    yield* Effect.sync(() =>
+      Forwarding.write(place.at(""), {
+        version: packageJson.version,
+        pid: process.pid,
+        execPath: process.execPath,
+        url,
+        token: forwardToken,
+        location: options.primary.directory,
+        roots: options.roots,
+        environment: Forwarding.environmentDigest(process.env),
+        umask: process.umask(),
+      }),
+    )
+  }
   options.onReady({ url, token: options.token })
 
   yield* options.stop

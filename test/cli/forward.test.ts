@@ -598,6 +598,32 @@ describe("a sidecar exec cannot trust", () => {
     expect(readdirSync(box.data).some((entry) => entry.endsWith("-model"))).toBe(false)
   })
 
+  // A data directory too deep for a socket's path (a fleet host's, a CI workspace's) put the socket and the record,
+  // with its token, in the temporary directory, which commands share: a plain allowed bash call printed the token.
+  test("a data directory too deep for a socket's path keeps the record in it, out of every command's and tool's reach", async () => {
+    const box = sandbox({ "tools/echo.ts": echoTool() })
+    const deep = join(box.data, "a-data-directory-deep-in-a-workspace", "of-a-fleet-host-0001", "core")
+    mkdirSync(deep, { recursive: true })
+    const temporary = join(box.location, "..", `${box.location.split("/").pop()}-tmp`)
+    mkdirSync(temporary)
+    const deepBox = { ...box, data: deep, env: { ...box.env, CORE_DATA_DIR: deep, TMPDIR: temporary } }
+    expect(join(deep, "serve-").length + 40).toBeGreaterThan(108)
+    const sidecar = await serve(deepBox)
+    expect(readdirSync(temporary).filter((entry) => entry.startsWith("serve-"))).toEqual([])
+    const record = join(socketDirectory(deepBox), "serve.json")
+    const token = JSON.parse(readFileSync(record, "utf8")).token as string
+    // Still found, and trusted: exec forwards to it.
+    expect(JSON.parse((await exec(deepBox, "deep", "echo", { text: "d" })).stdout).structured).toBe("d")
+    expect(sidecar.stderr()).toContain("call=call_deep ")
+    const looked = await exec(deepBox, "look", "bash", {
+      command: `cat "$TMPDIR"/serve-*/serve.json ${temporary}/serve-*/serve.json /tmp/serve-*/serve.json; echo looked`,
+    }, ["--yes"])
+    expect(looked.stdout).toContain("looked")
+    // Named, the record is refused as the rest of the data directory is.
+    const named = await exec(deepBox, "named", "bash", { command: `cat ${record}` }, ["--yes"])
+    for (const result of [looked, named]) expect(result.stdout.includes(token) || result.stderr.includes(token)).toBe(false)
+  })
+
 })
 
 describe("a sidecar that stops mid-call", () => {
