@@ -148,6 +148,28 @@ export const STORES: ReadonlyArray<string> = [
   ".cache/chromium",
   ".config/Code/User/globalStorage",
   ".config/Cursor/User/globalStorage",
+  // database, object-store and cloud clients' keys and saved logins: libpq's client keys and service file, MySQL's
+  // obfuscated logins, MinIO's client, Emacs's and Gnus's authinfo, Snowflake, Alibaba Cloud, Scaleway, Talos
+  ".postgresql",
+  ".pg_service.conf",
+  ".mylogin.cnf",
+  ".mc",
+  ".authinfo",
+  ".authinfo.gpg",
+  ".snowflake",
+  ".snowsql",
+  ".aliyun",
+  ".config/scw",
+  ".talos",
+  // wallets' keys
+  ".config/solana",
+  ".ethereum/keystore",
+  ".bitcoin/wallets",
+  // core's own application configuration (MCP servers' tokens, tools it loads) and data (settlements, saved
+  // approvals, every session's outputs) where a core run with other directories leaves them: the user's everyday
+  // core, or another user's. A core's own are kept by their own rules (./protected), not as stores.
+  ".config/core",
+  ".local/share/core",
 ]
 
 /**

@@ -387,10 +387,11 @@ const keptFrom = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolv
   if (named !== undefined) {
     return secret(named, "a credential store the user's environment names (GOOGLE_APPLICATION_CREDENTIALS, KUBECONFIG, DOCKER_CONFIG...)")
   }
-  const store =
-    Credentials.anyStoreOf(user.home, resolved.real, grants, paths.otherStores()) ??
-    (resolved.requested === resolved.real ? undefined : Credentials.anyStoreOf(user.home, resolved.requested, grants, paths.otherStores())) ??
-    linkedStoreOf(user.home, resolved.real, grants)
+  const store = Protected.ownDirectory(protectedRoots, resolved.real)
+    ? undefined
+    : (Credentials.anyStoreOf(user.home, resolved.real, grants, paths.otherStores()) ??
+      (resolved.requested === resolved.real ? undefined : Credentials.anyStoreOf(user.home, resolved.requested, grants, paths.otherStores())) ??
+      linkedStoreOf(user.home, resolved.real, grants))
   if (store !== undefined) return secret(store, "one of the user's credential stores and login files")
   const system = Credentials.systemOf(resolved.real)
   if (system !== undefined) {
@@ -726,11 +727,14 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         isAgent: (agent) => Agent.isKnown(configured, agent),
         rules,
         denies: (agent, action) => Rule.denier(rules(agent), action),
+        // This core's own directories are kept by their own rules, as in keptFrom: a session's own output folder is
+        // searched where the data directory is the default `~/.local/share/core`, itself a store to other cores.
         credential: (real) =>
           environmentStoreOf(paths, real, user.read) !== undefined ||
-          Credentials.anyStoreOf(user.home, real, user.read, paths.otherStores()) !== undefined ||
           Credentials.systemOf(real) !== undefined ||
-          linkedStoreOf(user.home, real, user.read) !== undefined,
+          (!Protected.ownDirectory(protectedRoots, real) &&
+            (Credentials.anyStoreOf(user.home, real, user.read, paths.otherStores()) !== undefined ||
+              linkedStoreOf(user.home, real, user.read) !== undefined)),
         explain,
         decide: decideAll,
         authorize,

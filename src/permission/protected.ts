@@ -427,6 +427,15 @@ export const change = (
 export const homeSecret = (roots: Roots, real: string): boolean =>
   roots.fixed.home.some((place) => within(place.path, real)) && !within(roots.location, real)
 
+/**
+ * Whether `real` lies in this core's own `$CORE_HOME` or data directory, which their own rules keep (homeSecret,
+ * secret, change) rather than the credential stores' (where they are the defaults, `~/.config/core` and
+ * `~/.local/share/core` are stores too): a session reads its own managed outputs, and a Location inside `$CORE_HOME`
+ * its own files.
+ */
+export const ownDirectory = (roots: Roots, real: string): boolean =>
+  roots.fixed.home.some((place) => within(place.path, real)) || roots.fixed.data.some((place) => within(place.path, real))
+
 /** Whether reading `real` would read core's data directory outside the managed outputs. */
 export const secret = (roots: Roots, real: string): boolean => {
   const { data, readable, readableIdentities } = roots.fixed

@@ -56,6 +56,13 @@ const STORES = [
   ".config/github-copilot/apps.json",
   ".kaggle/kaggle.json",
   ".subversion/auth/svn.simple/5f1e0c2b",
+  ".postgresql/postgresql.key",
+  ".authinfo",
+  ".mc/config.json",
+  // The user's everyday core, where the core under test runs with directories of its own (CORE_HOME, CORE_DATA_DIR):
+  // a file of its application tools' folder, and another session's managed output.
+  ".config/core/tools/notes.txt",
+  ".local/share/core/outputs/0123456789abcdef/0123456789abcdef/out_m0000000_0123456789abcdef",
 ] as const
 
 /** The bin directories put first on PATH, each with one program. */
