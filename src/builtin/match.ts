@@ -40,13 +40,20 @@ export const MAX_SPAN_EXTRA_CHARS = 256
 export const BLOCK_MIN_LINES = 3
 /** block-anchors takes a middle at least this similar (bigram Dice coefficient, 0..1). */
 export const BLOCK_MIN_SIMILARITY = 0.6
-// How many line comparisons the closest-region search may make before it compares fewer lines per window.
-const CLOSEST_BUDGET = 2_000_000
+// How many characters the closest-region search may compare (bigrams of both sides) before it compares fewer lines
+// per window; each line it compares is cut at CLOSEST_LINE_CHARS. Counted in characters, not lines: a quote of a
+// thousand lines of 9,000 characters against as long a file held the thread every call shares for ten seconds.
+const CLOSEST_BUDGET = 40_000_000
+const CLOSEST_LINE_CHARS = 1_000
 /**
  * Lines the tolerant matchers compare at most for one edit, all together (tens of milliseconds): past it they stop,
  * and the quote is not found (the message says why). An ordinary edit compares a line or two per line of the file.
+ * Texts compared by similarity (block-anchors) also count a line per CHARS_PER_LINE characters.
  */
 export const MATCH_BUDGET = 2_000_000
+const CHARS_PER_LINE = 64
+/** The longest middle block-anchors compares by similarity (squashed): past it the matcher is not tried. */
+const MAX_BLOCK_MIDDLE_CHARS = 256_000
 
 /** One place to replace: `[start, end)` of the text, and what goes there. */
 export interface Span {
@@ -310,10 +317,13 @@ const dice = (left: Float64Array, right: Float64Array, leftText: string, rightTe
 
 const squash = (line: string): string => line.trim().replace(/\s+/g, " ")
 
+/** A text with each line squashed, as similarity compares it. */
+const squashed = (text: string): string => text.split("\n").map(squash).join("\n")
+
 /** How alike two texts are, 0..1, by character bigrams of their squashed lines. */
 export const similarity = (left: string, right: string): number => {
-  const a = left.split("\n").map(squash).join("\n")
-  const b = right.split("\n").map(squash).join("\n")
+  const a = squashed(left)
+  const b = squashed(right)
   return dice(bigrams(a), bigrams(b), a, b)
 }
 
@@ -324,7 +334,9 @@ const blockAnchors = (file: Indexed, input: Input): Step => {
   const first = old.lines[0]!.trim()
   const last = old.lines[count - 1]!.trim()
   if (first === "" || last === "") return NONE
-  const middle = old.lines.slice(1, -1).join("\n")
+  const middle = squashed(old.lines.slice(1, -1).join("\n"))
+  if (middle.length > MAX_BLOCK_MIDDLE_CHARS) return NONE
+  const middleGrams = bigrams(middle)
   const maxLines = Math.floor(MAX_SPAN_LINE_RATIO * count) + MAX_SPAN_EXTRA_LINES
   const trimmed = file.lines.map((line) => line.trim())
   // nextLast[i]: the first line at or after i that is the last anchor (trimmed.length when none), so each start
@@ -338,8 +350,9 @@ const blockAnchors = (file: Indexed, input: Input): Step => {
     let best: { first: number; count: number; score: number } | undefined
     const bound = Math.min(trimmed.length, start + maxLines)
     for (let end = nextLast[start + 2] ?? trimmed.length; end < bound; end = nextLast[end + 1]!) {
-      if ((file.budget.left -= end - start) < 0) return NONE
-      const score = similarity(middle, file.lines.slice(start + 1, end).join("\n"))
+      const between = squashed(file.lines.slice(start + 1, end).join("\n"))
+      if ((file.budget.left -= end - start + Math.ceil((middle.length + between.length) / CHARS_PER_LINE)) < 0) return NONE
+      const score = dice(middleGrams, bigrams(between), middle, between)
       if (score >= BLOCK_MIN_SIMILARITY && (best === undefined || score > best.score)) {
         best = { first: start, count: end - start + 1, score }
       }
@@ -374,16 +387,28 @@ const STEPS: ReadonlyArray<readonly [Matcher, (file: Indexed, input: Input) => S
  * blank line would be "100% similar" to it.
  */
 const closest = (file: Indexed, oldString: string): Closest | undefined => {
-  const old = quote(oldString).lines.map(squash)
+  const cut = (line: string) => {
+    const one = squash(line)
+    return one.length > CLOSEST_LINE_CHARS ? one.slice(0, CLOSEST_LINE_CHARS) : one
+  }
+  const old = quote(oldString).lines.map(cut)
   if (old.every((line) => line === "")) return undefined
   const real = file.content === "" ? 0 : file.content.endsWith("\n") ? file.lines.length - 1 : file.lines.length
   const count = Math.min(old.length, real)
   if (count === 0) return undefined
-  const fileLines = file.lines.slice(0, real).map(squash)
+  const fileLines = file.lines.slice(0, real).map(cut)
   const fileGrams = fileLines.map(bigrams)
-  const oldGrams = old.map(bigrams)
-  // Long files and long quotes compare a prefix of the quote per window rather than every line.
-  const compared = Math.max(1, Math.min(count, Math.floor(CLOSEST_BUDGET / Math.max(1, fileLines.length))))
+  // Long files and long quotes compare a prefix of the quote per window rather than every line: as many lines as
+  // the budget pays for every window, a line costing its characters on both sides.
+  const windows = fileLines.length - count + 1
+  const average = (lines: ReadonlyArray<string>, many: number) => {
+    let chars = 0
+    for (let at = 0; at < many; at++) chars += lines[at]!.length
+    return chars / Math.max(1, many)
+  }
+  const perLine = 1 + average(fileLines, fileLines.length) + average(old, count)
+  const compared = Math.max(1, Math.min(count, Math.floor(CLOSEST_BUDGET / (windows * perLine))))
+  const oldGrams = old.slice(0, compared).map(bigrams)
   let best: Closest | undefined
   for (let first = 0; first + count <= fileLines.length; first++) {
     let total = 0

@@ -14,6 +14,16 @@ import { Ripgrep } from "./ripgrep"
 import { Distance } from "../registry/distance"
 
 const MAX_SUGGESTIONS = 3
+/**
+ * The most names of the folder compared with the missing one (in the folder's own order), each only as far as a
+ * slip could take it (Distance.edits's limit): on the thread every call shares, 20,000 names of 250 characters each
+ * compared in full held it for ten seconds.
+ */
+const MAX_COMPARED_NAMES = 10_000
+/** The most alike names checked against the rules, nearest first, for the three suggested. */
+const MAX_CHECKED = 50
+/** The most edits apart a name suggested for a slip may be. */
+const MAX_SLIP = 8
 
 /** How alike an existing name is to the missing one (lower is closer), or undefined when not alike. */
 const likeness = (wanted: string, name: string): number | undefined => {
@@ -22,9 +32,10 @@ const likeness = (wanted: string, name: string): number | undefined => {
   if (a === b) return 0
   const stem = (text: string) => text.slice(0, text.length - extname(text).length)
   if (stem(a) !== "" && stem(a) === stem(b)) return 1
-  const most = Math.max(2, Math.floor(a.length / 4))
+  // A quarter of the name, at most MAX_SLIP: a long name is mistyped in a few places, not in dozens.
+  const most = Math.min(MAX_SLIP, Math.max(2, Math.floor(a.length / 4)))
   if (Math.abs(a.length - b.length) <= most) {
-    const edits = Distance.edits(a, b)
+    const edits = Distance.edits(a, b, most)
     if (edits <= most) return 1 + edits
   }
   if (a.length >= 3 && (b.includes(a) || (b.length >= 3 && a.includes(b)))) return 10
@@ -56,9 +67,12 @@ export const suggestions = (services: Builtin.Services, context: Tool.Context, r
     const beside = (yield* Effect.promise(() =>
       Pinned.within(parent, async (held) => readdirSync(held.at(""))).catch(() => [] as Array<string>),
     ))
+      .slice(0, MAX_COMPARED_NAMES)
       .map((name) => ({ name, score: likeness(wanted, name) }))
       .filter((entry): entry is { name: string; score: number } => entry.score !== undefined)
       .sort((a, b) => a.score - b.score || (a.name < b.name ? -1 : 1))
+      // The nearest ones only are checked against the rules (a folder of alike names made each one a check).
+      .slice(0, MAX_CHECKED)
       .map((entry) => join(parent, entry.name))
     const found = (yield* readable(beside)).slice(0, MAX_SUGGESTIONS)
     if (found.length >= MAX_SUGGESTIONS) return found

@@ -241,3 +241,26 @@ describe("the tolerant matchers' budget", () => {
     expect(outcome).not.toHaveProperty("stopped")
   })
 })
+
+// Long lines cost as much as many: a quote of 1,000 lines of 9,000 characters matching nothing in a file of 2,000
+// lines of 7,000 held the thread every call shares for ten seconds (the closest-region search and block-anchors
+// counted lines, each costing its length). Both now count characters.
+describe("long lines", () => {
+  test("a long quote of long lines, or a block with a long middle, that matches nothing is answered at once", () => {
+    const content = `${"a".repeat(7_000)}\n`.repeat(2_000)
+    const oldString = `${"b".repeat(9_000)}\n`.repeat(1_000) + "a"
+    const started = performance.now()
+    const outcome = Match.find({ content, oldString, newString: "y" })
+    expect(outcome._tag).toBe("NotFound")
+    const blocks = `first\n${`${"c".repeat(5_000)}\n`.repeat(500)}last\n`
+    const anchored = Match.find({ content: blocks.repeat(40), oldString: `first\n${"d".repeat(400_000)}\nlast`, newString: "y" })
+    expect(anchored._tag).toBe("NotFound")
+    expect(performance.now() - started).toBeLessThan(3_000)
+  })
+
+  test("the closest region of an ordinary file is found as before", () => {
+    const content = ["alpha()", "beta()", "gamma(1, 2)", "delta()", "epsilon()"].join("\n") + "\n"
+    const outcome = Match.find({ content, oldString: "beta()\ngamma(1, 3)", newString: "x" })
+    expect(outcome).toMatchObject({ _tag: "NotFound", closest: { startLine: 2, endLine: 3 } })
+  })
+})

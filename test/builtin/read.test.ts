@@ -347,6 +347,26 @@ describe("read: missing files", () => {
   })
 })
 
+// Each name of the folder was compared in full with the missing one: 20,000 names of 250 characters held the thread
+// every call shares for eleven seconds. A name is compared only as far as a slip could take it, and a folder's
+// first 10,000 names at most.
+describe("read: suggestions in a folder of many long names", () => {
+  test("are worked out at once, and a slip of a long name is still suggested", async () => {
+    const h = harness({ files: {} })
+    const folder = join(h.directory, "ln")
+    mkdirSync(folder)
+    const long = (index: number) => `${String(index).padStart(6, "0")}${"c".repeat(244)}`
+    for (let index = 0; index < 20_000; index++) writeFileSync(join(folder, long(index)), "")
+    const started = performance.now()
+    const { settlement } = await h.settle("read", { filePath: `ln/${"c".repeat(250)}` })
+    expect(settlement.error?.message).toStartWith("File not found: ln/")
+    expect(performance.now() - started).toBeLessThan(3_000)
+    const small = harness({ files: { [`ln/${long(7)}`]: "", "ln/other.ts": "" } })
+    const slip = await small.settle("read", { filePath: `ln/${long(7).replace("000007", "000070")}` })
+    expect(slip.settlement.error?.message).toBe(`File not found: ln/${long(7).replace("000007", "000070")}. Did you mean:\nln/${long(7)}`)
+  }, 60_000)
+})
+
 describe("read: suggestions respect permissions", () => {
   test("a path the agent is denied is never suggested, beside the missing file or elsewhere", async () => {
     const h = harness({

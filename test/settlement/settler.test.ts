@@ -495,6 +495,21 @@ for (const path of Kernel.PATHS) {
           }),
         ))
 
+      // A model's 9 MB name went back whole, after seconds of comparing it with every name.
+      test("an unknown name of megabytes is quoted back cut, and compared with no name character by character", () =>
+        Kernel.run(
+          Effect.gen(function* () {
+            yield* register({
+              weather: Tool.make({ description: "w", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("") }),
+            })
+            const settlement = yield* settleOnce("q".repeat(9_000_000), {})
+            expect(settlement.error).toEqual({
+              kind: "unknown",
+              message: `Unknown tool "${"q".repeat(200)}…"; nothing ran. Use one of the tools you were offered.`,
+            })
+          }),
+        ))
+
       test("a running call is unaffected by re-registration of its name", () =>
         Kernel.run(
           Effect.gen(function* () {
