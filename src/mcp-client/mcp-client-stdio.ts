@@ -88,9 +88,21 @@ const supervised = async (options: Options, launch: ServerLaunch.Launch): Promis
   }
 }
 
-const stderrTail = (chunks: Array<Uint8Array>): string => {
-  const text = Buffer.concat(chunks).toString("utf8").trim()
-  return text.length <= STDERR_TAIL_BYTES ? text : `…${text.slice(-STDERR_TAIL_BYTES)}`
+/** The shortest value of core.json's `env` for a server taken for a secret: shorter ones (`1`, `true`) are settings. */
+const MIN_SECRET_CHARS = 6
+
+/**
+ * The last of a server's stderr, said in a failure a model reads: every value core.json's `env` gave the server
+ * (`secrets`; tokens, mostly) shown as `[redacted]` (a server that logs its configuration, or crashes quoting it,
+ * handed them to the model), and cut at a line's start, so that no part of one is left at the cut.
+ */
+const stderrTail = (chunks: Array<Uint8Array>, secrets: ReadonlyArray<string>): string => {
+  let text = Buffer.concat(chunks).toString("utf8").trim()
+  for (const secret of secrets) text = text.replaceAll(secret, "[redacted]")
+  if (text.length <= STDERR_TAIL_BYTES) return text
+  const tail = text.slice(-STDERR_TAIL_BYTES)
+  const line = tail.indexOf("\n")
+  return `…${line === -1 ? tail : tail.slice(line)}`
 }
 
 /** A started server process as an MCP transport. */
@@ -113,7 +125,11 @@ export class Process implements Transport {
   private readonly stderr: Array<Uint8Array> = []
   private closed = false
 
-  private constructor(child: Child) {
+  /** `secrets`: the values core.json's `env` gave the server, kept out of what is said of its stderr. */
+  private constructor(
+    child: Child,
+    private readonly secrets: ReadonlyArray<string>,
+  ) {
     this.child = child
     this.pid = child.pid
   }
@@ -127,7 +143,11 @@ export class Process implements Transport {
     const launch = ServerLaunch.resolve(options.command, options.location, env)
     if ("code" in launch) return new SpawnFailure(launch.code, launch.message)
     const child = await supervised(options, launch)
-    return child instanceof SpawnFailure ? child : new Process(child)
+    // Longest first: a secret holding another is redacted whole.
+    const secrets = Object.values(options.env ?? {})
+      .filter((value) => value.length >= MIN_SECRET_CHARS)
+      .sort((a, b) => b.length - a.length)
+    return child instanceof SpawnFailure ? child : new Process(child, secrets)
   }
 
   async start(): Promise<void> {
@@ -136,7 +156,7 @@ export class Process implements Transport {
     void this.child.exited.then(async (exit) => {
       // What it said last explains why it ended; a grandchild holding stderr open must not delay saying so.
       await Promise.race([drained, new Promise((resolve) => setTimeout(resolve, STDERR_SETTLE_MS))])
-      this.exit = { ...exit, stderr: stderrTail(this.stderr) }
+      this.exit = { ...exit, stderr: stderrTail(this.stderr, this.secrets) }
       this.finish()
     })
   }

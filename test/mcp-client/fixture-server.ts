@@ -167,6 +167,8 @@ if (mode === "mute") {
       case "typed":
         return text(`typed: ${JSON.stringify(args.value)}`)
       case "crash":
+        // A server that quotes its configuration as it dies (FIXTURE_TOKEN, given by core.json's env).
+        if (process.env.FIXTURE_TOKEN !== undefined) process.stderr.write(`fixture: auth failed with token=${process.env.FIXTURE_TOKEN}\n`)
         process.stderr.write("fixture: crashing on purpose\n")
         process.exit(7)
       case "fail":

@@ -454,6 +454,19 @@ describe("core as an MCP client: results and failures", () => {
     expect(textOf(result.after)).toBe("echo: still")
   }, 60_000)
 
+  // What it wrote last says why it ended, but a token core.json gave it, which it quoted as it died, reached the model.
+  test("a server that crashes quoting a value core.json's env gave it: the failure says [redacted] for it", async () => {
+    const token = "tok_mcp_secret_4242"
+    const result = await withLocation(fixture("serve", { env: { FIXTURE_TOKEN: token, FIXTURE_MODE: "on" } }), () =>
+      Effect.gen(function* () {
+        return yield* settle(yield* turn, "fix_crash", {})
+      }),
+    )
+    const message = result.settlement.error?.message ?? ""
+    expect(message).toContain("exited with code 7: fixture: auth failed with token=[redacted]\nfixture: crashing on purpose")
+    expect(JSON.stringify(result)).not.toContain(token)
+  }, 60_000)
+
   test("a server that crashes mid-call is a failure saying how it ended; the next call starts it again", async () => {
     const result = await withLocation(fixture(), () =>
       Effect.gen(function* () {
