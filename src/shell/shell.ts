@@ -558,8 +558,8 @@ export const guardNotice = (mode: "auto" | "required" | "off" = "auto"): string 
  * its URL (user and password in it) and PGPASSWORD (which Postgres clients fill a URL's missing password from):
  * with them a command could save approvals of its own or make a recorded call run again. With outputs in object
  * storage, its URL and the keys (AWS_* as core reads them, S3_* as Bun's client does): every host's outputs. While
- * traces are exported, the exporter's headers (an API key, as a vendor's endpoint asks). The same names where core
- * does not use them are the user's own, and pass.
+ * traces are exported, the exporter's headers (an API key, as a vendor's endpoint asks), and an endpoint that holds
+ * a login. The same names where core does not use them are the user's own, and pass.
  */
 export const secrets = (env: Readonly<Record<string, string | undefined>>): ReadonlyArray<string> => [
   "CORE_TOKEN",
@@ -570,7 +570,20 @@ export const secrets = (env: Readonly<Record<string, string | undefined>>): Read
   ...(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
     ? ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"]
     : []),
+  // An endpoint with a login in it (`https://user:key@collector`) is as much a credential as the headers.
+  ...["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"].filter((name) => hasLogin(env[name])),
 ]
+
+/** Whether `url` names a user or password (`scheme://user:password@host`). */
+const hasLogin = (url: string | undefined): boolean => {
+  if (url === undefined || url === "") return false
+  try {
+    const parsed = new URL(url)
+    return parsed.username !== "" || parsed.password !== ""
+  } catch {
+    return /\/\/[^/?#]*@/.test(url)
+  }
+}
 
 /** `env` less core's secrets (`secrets`): what a process core starts for a tool or a plugin gets. */
 export const withoutSecrets = (env: Readonly<Record<string, string | undefined>>): Record<string, string | undefined> => {

@@ -594,6 +594,23 @@ describe("bash environment", () => {
     }
   })
 
+  test("a trace endpoint holding a login is kept from the command, as the exporter's headers are", async () => {
+    const saved = { endpoint: process.env.OTEL_EXPORTER_OTLP_ENDPOINT, traces: process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT }
+    try {
+      process.env.OTEL_EXPORTER_OTLP_ENDPOINT = "https://team:otel-login-secret@collector.example:4318"
+      process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = "http://127.0.0.1:1/v1/traces"
+      const used = structured(
+        await harness().settle("bash", { command: 'echo "[$OTEL_EXPORTER_OTLP_ENDPOINT][$OTEL_EXPORTER_OTLP_TRACES_ENDPOINT]"' }),
+      ).stdout
+      expect(used).toBe("[][http://127.0.0.1:1/v1/traces]\n")
+    } finally {
+      for (const [name, value] of [["OTEL_EXPORTER_OTLP_ENDPOINT", saved.endpoint], ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", saved.traces]] as const) {
+        if (value === undefined) delete process.env[name]
+        else process.env[name] = value
+      }
+    }
+  })
+
   test("CDPATH does not move cd away from where its path was checked", async () => {
     const outside = realpathSync(tempDir("core-bash-outside-"))
     mkdirSync(join(outside, "sub"))
