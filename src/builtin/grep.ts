@@ -22,6 +22,17 @@ export const DEFAULT_LIMIT = 100
 export const MAX_LIMIT = 20_000
 /** Characters of a matching line shown before it is cut. */
 export const MAX_LINE_CHARS = 2_000
+/**
+ * Characters of matching lines one call shows at most, all lines together: a line is cut at this over the limit
+ * (never below MIN_LINE_CHARS) where that is less than MAX_LINE_CHARS. 20,000 lines of 2,000 characters made a
+ * result of 40 MB that core held eight times over while bounding and keeping it; sixteen such calls at once held 3 GB.
+ */
+const MAX_SHOWN_CHARS = 4_000_000
+const MIN_LINE_CHARS = 200
+
+/** Where a call's matching lines are cut, by its limit (MAX_SHOWN_CHARS). */
+export const lineCharsFor = (limit: number): number =>
+  Math.min(MAX_LINE_CHARS, Math.max(MIN_LINE_CHARS, Math.floor(MAX_SHOWN_CHARS / limit)))
 
 export const Input = Schema.Struct({
   pattern: SearchTool.Pattern.annotate({
@@ -53,7 +64,7 @@ export const Input = Schema.Struct({
 
 const Line = Schema.Struct({
   line: Schema.Int.annotate({ description: "1-based line number" }),
-  text: Schema.String.annotate({ description: `The line, cut after ${MAX_LINE_CHARS} characters with a note` }),
+  text: Schema.String.annotate({ description: `The line, cut after ${MAX_LINE_CHARS} characters (fewer with a large limit) with a note` }),
 })
 
 const FileMatches = Schema.Struct({
@@ -199,15 +210,15 @@ const matchingLines = (withPath: boolean, records: Records) => {
  * its first KEEP_BYTES when `length` is more (then a character cut off at their end is dropped, and bytes past
  * them are not looked at).
  */
-const shownLine = (bytes: Uint8Array, length: number): string => {
+const shownLine = (bytes: Uint8Array, length: number, lineChars: number): string => {
   const whole = bytes.length === length
   const end = whole && bytes[bytes.length - 1] === 0x0d ? bytes.length - 1 : bytes.length
   const decoded = Ripgrep.decode(bytes.subarray(0, end), !whole)
   let text = decoded.text
-  if (!whole || text.length > MAX_LINE_CHARS) {
-    let cut = Math.min(text.length, MAX_LINE_CHARS)
+  if (!whole || text.length > lineChars) {
+    let cut = Math.min(text.length, lineChars)
     if (text.charCodeAt(cut - 1) >= 0xd800 && text.charCodeAt(cut - 1) <= 0xdbff) cut--
-    text = `${text.slice(0, cut)} … [line cut at ${MAX_LINE_CHARS} characters; it is ${length} bytes long]`
+    text = `${text.slice(0, cut)} … [line cut at ${lineChars} characters; it is ${length} bytes long]`
   }
   return decoded.utf8 ? text : `${text} [not UTF-8: shown with U+FFFD]`
 }
@@ -276,6 +287,7 @@ const render = (output: Output): string => {
  * when its first match arrives (`begin`); one that cannot be shown any more is only counted, its lines never decoded.
  */
 const newestFirst = (limit: number, times: ReturnType<typeof SearchTool.modifiedTimes>) => {
+  const lineChars = lineCharsFor(limit)
   const kept: Array<Collected> = []
   let filled = 0
   let current: Collected | undefined
@@ -315,7 +327,7 @@ const newestFirst = (limit: number, times: ReturnType<typeof SearchTool.modified
     add: (line: number, bytes: Uint8Array, start: number, end: number, length: number) => {
       current!.count++
       matches++
-      if (showing && current!.lines.length < limit) current!.lines.push({ line, text: shownLine(bytes.subarray(start, end), length) })
+      if (showing && current!.lines.length < limit) current!.lines.push({ line, text: shownLine(bytes.subarray(start, end), length, lineChars) })
     },
     matches: () => matches,
     files: () => files,
@@ -379,7 +391,8 @@ const DESCRIPTION =
   "Search file contents for a regular expression (ripgrep), case-sensitive: start the pattern with (?i) to " +
   "ignore case. Answers the matching lines with their line numbers, grouped by file (paths relative to the " +
   `Location, the project directory the tools work in), newest files first, at most ${DEFAULT_LIMIT} lines by ` +
-  `default (limit changes it) with a count of the rest. Lines over ${MAX_LINE_CHARS} characters are cut. Each ` +
+  `default (limit changes it) with a count of the rest. Lines over ${MAX_LINE_CHARS} characters are cut (over ` +
+  `${MAX_SHOWN_CHARS / 1_000_000} million characters divided by limit, with a limit over ${MAX_SHOWN_CHARS / MAX_LINE_CHARS}). Each ` +
   "line is matched without its line ending, so $ works in Windows files too. include filters files by glob " +
   "(*.ts, *.{ts,tsx}). Honours .gitignore, includes hidden files, never looks inside .git, skips binary files. " +
   "Use glob to find files by name, then read to see a match in context."

@@ -16,8 +16,14 @@ import { harness, type Harness } from "../support/builtin"
 const ROOT = join(import.meta.dir, "../..")
 const KEEP_BYTES = (Grep.MAX_LINE_CHARS + 1) * 4
 
-/** A line as grep shows it (its bytes without the LF), by the rules its description states. */
-const shownLine = (bytes: Uint8Array): string => {
+/**
+ * Where a call of `limit` cuts its lines, as the description states: 2,000 characters, or 4 million divided by the
+ * limit where that is less, never below 200.
+ */
+const cutFor = (limit: number): number => Math.min(2_000, Math.max(200, Math.floor(4_000_000 / limit)))
+
+/** A line as grep shows it (its bytes without the LF), by the rules its description states, cut at `cut`. */
+const shownLine = (bytes: Uint8Array, cut: number): string => {
   const length = bytes.length
   const whole = length <= KEEP_BYTES
   let view = whole ? bytes : bytes.subarray(0, KEEP_BYTES)
@@ -30,11 +36,11 @@ const shownLine = (bytes: Uint8Array): string => {
     text = new TextDecoder("utf-8", { ignoreBOM: true }).decode(view)
     utf8 = false
   }
-  if (!whole || text.length > Grep.MAX_LINE_CHARS) {
-    let cut = Math.min(text.length, Grep.MAX_LINE_CHARS)
-    const last = text.charCodeAt(cut - 1)
-    if (last >= 0xd800 && last <= 0xdbff) cut--
-    text = `${text.slice(0, cut)} … [line cut at ${Grep.MAX_LINE_CHARS} characters; it is ${length} bytes long]`
+  if (!whole || text.length > cut) {
+    let at = Math.min(text.length, cut)
+    const last = text.charCodeAt(at - 1)
+    if (last >= 0xd800 && last <= 0xdbff) at--
+    text = `${text.slice(0, at)} … [line cut at ${cut} characters; it is ${length} bytes long]`
   }
   return utf8 ? text : `${text} [not UTF-8: shown with U+FFFD]`
 }
@@ -84,7 +90,7 @@ const expected = async (directory: string, pattern: string, limit: number): Prom
   const shown: Array<Grep.Output["shown"][number]> = []
   for (const file of ordered) {
     if (remaining === 0) break
-    const lines = file.lines.slice(0, remaining).map((line) => ({ line: line.line, text: shownLine(line.bytes) }))
+    const lines = file.lines.slice(0, remaining).map((line) => ({ line: line.line, text: shownLine(line.bytes, cutFor(limit)) }))
     remaining -= lines.length
     shown.push({
       path: file.path.slice(directory.length + 1),
@@ -149,6 +155,8 @@ describe("grep reads rg's output as rg's JSON output reads", () => {
     ["needle", 7],
     ["needle", 100],
     ["needle", 5_000],
+    // Lines cut shorter, to keep the whole result within 4 million characters.
+    ["needle", 20_000],
     ["export const", 100],
     ["export const", 3_000],
     ["Effect\\.gen", 10],
