@@ -48,14 +48,23 @@ export const equivalent = (name: string, offered: (name: string) => boolean): st
 /** A key spelled without case, `_` or `-`: `file_path`, `filepath` and `filePath` are the same. */
 const normalize = (key: string) => key.toLowerCase().replace(/[_-]/g, "")
 
-/** How far `given` is from `known`: 0 for the same key spelled otherwise, 1 for a unit or prefix away. */
-const distance = (given: string, known: string): number => {
+/**
+ * How far `given` is from `known`: 0 for the same key spelled otherwise, 1 for a unit or prefix away; past `limit`,
+ * `limit + 1` (only as far as a slip goes is worked out).
+ */
+const distance = (given: string, known: string, limit: number): number => {
   const a = normalize(given)
   const b = normalize(known)
   if (a === b) return 0
   if (a.length >= 3 && b.length >= 3 && (a.startsWith(b) || b.startsWith(a))) return 1
-  return Distance.edits(a, b) + 1
+  return Math.min(limit + 1, Distance.edits(a, b, limit) + 1)
 }
+
+/**
+ * The most unknown keys a likely key is looked for: an input of tens of thousands of keys, each compared with every
+ * key the tool takes, held the thread every call shares for twenty seconds.
+ */
+const MAX_PAIRED_KEYS = 20
 
 /**
  * For each unknown key, the known key it most likely meant (preferring keys the input left out), when one is
@@ -67,14 +76,15 @@ export const intendedKeys = (
   given: ReadonlySet<string>,
 ): ReadonlyMap<string, string> => {
   const pairs = new Map<string, string>()
-  for (const key of unknown) {
+  for (const key of unknown.slice(0, MAX_PAIRED_KEYS)) {
+    const most = Math.max(2, Math.floor(normalize(key).length / 3))
     let best: { key: string; score: number } | undefined
     for (const candidate of known) {
       // A key the input already has is a worse guess than one it left out.
-      const score = distance(key, candidate) + (given.has(candidate) ? 2 : 0)
+      const score = distance(key, candidate, most) + (given.has(candidate) ? 2 : 0)
       if (best === undefined || score < best.score) best = { key: candidate, score }
     }
-    if (best !== undefined && best.score <= Math.max(2, Math.floor(normalize(key).length / 3))) pairs.set(key, best.key)
+    if (best !== undefined && best.score <= most) pairs.set(key, best.key)
   }
   return pairs
 }
@@ -94,12 +104,23 @@ const NO_KEYS: Keys = { pairs: new Map() }
 /** The most keys named for an unknown key. */
 const MAX_NAMED_KEYS = 12
 
+/** The most characters of an issue's path (its keys) said. */
+const MAX_PATH_CHARS = 200
+
+/** The most issues of an input described, one line each; the rest are counted. */
+const MAX_ISSUES = 20
+
 /** A schema error's issues, one line each by path; unknown keys named with the keys they meant, or the tool's keys. */
 export const describeIssues = (error: unknown, keys: Keys = NO_KEYS): string => {
   if (!Schema.isSchemaError(error)) return String(error)
-  return issueFormatter(error.issue)
-    .issues.map((issue) => {
-      const path = issue.path === undefined || issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")
+  const issues = issueFormatter(error.issue).issues
+  const more = issues.length > MAX_ISSUES ? [`- … and ${issues.length - MAX_ISSUES} more issues like these`] : []
+  return issues
+    .slice(0, MAX_ISSUES)
+    .map((issue) => {
+      const whole = issue.path === undefined || issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")
+      // A key is a model's text, of any length: quoted back cut.
+      const path = whole.length > MAX_PATH_CHARS ? `${whole.slice(0, MAX_PATH_CHARS)}…` : whole
       const key = issue.path?.length === 1 ? String(issue.path[0]) : undefined
       const intended = key === undefined ? undefined : keys.pairs.get(key)
       if (intended !== undefined) return `- ${path}: unknown key; did you mean "${intended}"?`
@@ -110,6 +131,7 @@ export const describeIssues = (error: unknown, keys: Keys = NO_KEYS): string => 
       }
       return `- ${path}: ${shortened(issue.message)}`
     })
+    .concat(more)
     .join("\n")
 }
 

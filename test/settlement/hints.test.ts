@@ -67,6 +67,27 @@ describe("unknown input keys", () => {
     expect(Hints.intendedKeys(["limitt"], ["limit", "limits"], new Set(["limit"]))).toEqual(new Map([["limitt", "limits"]]))
     expect(Hints.intendedKeys(["zzz"], ["filePath"], new Set())).toEqual(new Map())
   })
+
+  // 38,000 keys of 256 characters, each compared with every key the tool takes, held core serve's thread for twenty
+  // seconds, and every one of them was quoted back.
+  test("an input of thousands of unknown keys is answered at once, with twenty of them described", async () => {
+    let seed = 7
+    const letter = () => "abcdefghijklmnopqrstuvwxyz"[(seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) % 26]
+    const input: Record<string, unknown> = { command: "ls" }
+    for (let index = 0; index < 38_000; index++) input[Array.from({ length: 256 }, letter).join("")] = 1
+    // (The generator repeats itself: some thousands of them are distinct.)
+    input[`timeoutMz${"q".repeat(1_000)}`] = 2
+    const started = performance.now()
+    const settlement = await settleOnce({ bash }, "bash", input)
+    expect(performance.now() - started).toBeLessThan(3_000)
+    const message = settlement.error?.message ?? ""
+    expect(settlement.error?.kind).toBe("invalid_input")
+    expect(message.split("\n").filter((line) => line.startsWith("- ")).length).toBe(21)
+    const unknown = Object.keys(input).length - 1
+    expect(unknown).toBeGreaterThan(5_000)
+    expect(message).toContain(`- … and ${unknown - 20} more issues like these`)
+    expect(message.length).toBeLessThan(20_000)
+  })
 })
 
 describe("tool names other products use", () => {
