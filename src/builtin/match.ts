@@ -406,13 +406,21 @@ const closest = (file: Indexed, oldString: string): Closest | undefined => {
     for (let at = 0; at < many; at++) chars += lines[at]!.length
     return chars / Math.max(1, many)
   }
-  const perLine = 1 + average(fileLines, fileLines.length) + average(old, count)
-  const compared = Math.max(1, Math.min(count, Math.floor(CLOSEST_BUDGET / (windows * perLine))))
+  // The quote's lines as compared (a few long ones among many empty ones cost what they are, not their average).
+  const fileLine = 1 + average(fileLines, fileLines.length)
+  let compared = 0
+  for (let planned = 0; compared < count; compared++) {
+    planned += windows * (fileLine + old[compared]!.length)
+    if (compared > 0 && planned > CLOSEST_BUDGET) break
+  }
   const oldGrams = old.slice(0, compared).map(bigrams)
+  // And whatever the estimate, no more than the budget (twice over) is spent: the windows past it are not scored.
+  let left = 2 * CLOSEST_BUDGET
   let best: Closest | undefined
-  for (let first = 0; first + count <= fileLines.length; first++) {
+  for (let first = 0; first + count <= fileLines.length && left > 0; first++) {
     let total = 0
     for (let offset = 0; offset < compared; offset++) {
+      left -= 1 + fileLines[first + offset]!.length + old[offset]!.length
       total += dice(fileGrams[first + offset]!, oldGrams[offset]!, fileLines[first + offset]!, old[offset]!)
     }
     const score = total / compared

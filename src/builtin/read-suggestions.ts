@@ -20,13 +20,21 @@ const MAX_SUGGESTIONS = 3
  * compared in full held it for ten seconds.
  */
 const MAX_COMPARED_NAMES = 10_000
+/**
+ * The most cells of Distance.edits's band one call's comparisons may compute (tens of milliseconds): 10,000 names of
+ * 245 characters, each within a slip of the missing one until its last characters, held the thread for 1.75 s.
+ */
+const MAX_CELLS = 2_000_000
 /** The most alike names checked against the rules, nearest first, for the three suggested. */
 const MAX_CHECKED = 50
 /** The most edits apart a name suggested for a slip may be. */
 const MAX_SLIP = 8
 
-/** How alike an existing name is to the missing one (lower is closer), or undefined when not alike. */
-const likeness = (wanted: string, name: string): number | undefined => {
+/**
+ * How alike an existing name is to the missing one (lower is closer), or undefined when not alike. Its comparison
+ * by edits is paid from `budget` (cells of Distance.edits's band); once that is spent, names are only compared whole.
+ */
+const likeness = (wanted: string, name: string, budget: { cells: number }): number | undefined => {
   const a = wanted.toLowerCase()
   const b = name.toLowerCase()
   if (a === b) return 0
@@ -34,7 +42,7 @@ const likeness = (wanted: string, name: string): number | undefined => {
   if (stem(a) !== "" && stem(a) === stem(b)) return 1
   // A quarter of the name, at most MAX_SLIP: a long name is mistyped in a few places, not in dozens.
   const most = Math.min(MAX_SLIP, Math.max(2, Math.floor(a.length / 4)))
-  if (Math.abs(a.length - b.length) <= most) {
+  if (Math.abs(a.length - b.length) <= most && (budget.cells -= a.length * (2 * most + 1)) >= 0) {
     const edits = Distance.edits(a, b, most)
     if (edits <= most) return 1 + edits
   }
@@ -62,13 +70,14 @@ export const suggestions = (services: Builtin.Services, context: Tool.Context, r
         return within.filter((_, index) => decisions[index]?.effect !== "deny")
       })
     const parent = dirname(real)
+    const budget = { cells: MAX_CELLS }
     // Listed through the folder as checked (Pinned): one swapped since for a link out of the Location (a command's
     // race) is refused rather than listed. rg's walk below is confined to the Location by the kernel.
     const beside = (yield* Effect.promise(() =>
       Pinned.within(parent, async (held) => readdirSync(held.at(""))).catch(() => [] as Array<string>),
     ))
       .slice(0, MAX_COMPARED_NAMES)
-      .map((name) => ({ name, score: likeness(wanted, name) }))
+      .map((name) => ({ name, score: likeness(wanted, name, budget) }))
       .filter((entry): entry is { name: string; score: number } => entry.score !== undefined)
       .sort((a, b) => a.score - b.score || (a.name < b.name ? -1 : 1))
       // The nearest ones only are checked against the rules (a folder of alike names made each one a check).

@@ -255,6 +255,13 @@ describe("long lines", () => {
     const blocks = `first\n${`${"c".repeat(5_000)}\n`.repeat(500)}last\n`
     const anchored = Match.find({ content: blocks.repeat(40), oldString: `first\n${"d".repeat(400_000)}\nlast`, newString: "y" })
     expect(anchored._tag).toBe("NotFound")
+    // A few long lines among many empty ones: the lines compared are costed as they are, not by the quote's average.
+    const uneven = Match.find({
+      content: "abc\n".repeat(200_000),
+      oldString: `${Array.from({ length: 1_000 }, (_, index) => Array.from({ length: 1_000 }, (_, at) => String.fromCharCode(97 + ((index * 7919 + at * 104_729) % 26))).join("")).join("\n")}${"\n".repeat(99_000)}`,
+      newString: "y",
+    })
+    expect(uneven._tag).toBe("NotFound")
     expect(performance.now() - started).toBeLessThan(3_000)
   })
 
