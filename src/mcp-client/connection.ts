@@ -692,7 +692,8 @@ export class Server {
       const detail = cause.message.replace(/^MCP error -?\d+: /, "")
       return `${server} answered with a result that breaks the output schema it declared while ${doing} (${detail.slice(0, 500)}); the tool ran there, and its result is not used.`
     }
-    if (cause instanceof McpError) return `${server} answered with an error while ${doing}: ${cause.message}`
+    // The server's own words, which may quote its configuration.
+    if (cause instanceof McpError) return `${server} answered with an error while ${doing}: ${this.process?.redact(cause.message) ?? cause.message}`
     if (cause instanceof StreamableHTTPError && cause.code !== undefined) {
       return `${server} answered HTTP ${cause.code} while ${doing}: ${cause.message}`
     }

@@ -91,15 +91,32 @@ const supervised = async (options: Options, launch: ServerLaunch.Launch): Promis
 /** The shortest value of core.json's `env` for a server taken for a secret: shorter ones (`1`, `true`) are settings. */
 const MIN_SECRET_CHARS = 6
 
+/** Each of `secrets` as a server may write it: as it is, JSON-escaped, percent-encoded and in base64. */
+const spellingsOf = (secrets: ReadonlyArray<string>): ReadonlyArray<string> =>
+  [
+    ...new Set(
+      secrets.flatMap((secret) => {
+        const base64 = Buffer.from(secret).toString("base64")
+        return [secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret), base64, base64.replace(/=+$/, "")]
+      }),
+    ),
+  ].sort((a, b) => b.length - a.length)
+
+/** `text` with every spelling of `secrets` (spellingsOf) shown as `[redacted]`. */
+const redacted = (text: string, spellings: ReadonlyArray<string>): string =>
+  spellings.reduce((shown, secret) => shown.replaceAll(secret, "[redacted]"), text)
+
 /**
  * The last of a server's stderr, said in a failure a model reads: every value core.json's `env` gave the server
- * (`secrets`; tokens, mostly) shown as `[redacted]` (a server that logs its configuration, or crashes quoting it,
- * handed them to the model), and cut at a line's start, so that no part of one is left at the cut.
+ * (tokens, mostly) in any of its spellings shown as `[redacted]` (a server that logs its configuration, or crashes
+ * quoting it, handed them to the model), and cut at a line's start wherever it was cut (`partial`: its first chunks
+ * were let go), so that no part of one is left at the cut.
  */
-const stderrTail = (chunks: Array<Uint8Array>, secrets: ReadonlyArray<string>): string => {
-  let text = Buffer.concat(chunks).toString("utf8").trim()
-  for (const secret of secrets) text = text.replaceAll(secret, "[redacted]")
-  if (text.length <= STDERR_TAIL_BYTES) return text
+const stderrTail = (chunks: Array<Uint8Array>, spellings: ReadonlyArray<string>, partial: boolean): string => {
+  let text = Buffer.concat(chunks).toString("utf8")
+  if (partial) text = text.slice(text.indexOf("\n") + 1)
+  text = redacted(text.trim(), spellings)
+  if (text.length <= STDERR_TAIL_BYTES) return partial ? `…${text}` : text
   const tail = text.slice(-STDERR_TAIL_BYTES)
   const line = tail.indexOf("\n")
   return `…${line === -1 ? tail : tail.slice(line)}`
@@ -123,12 +140,14 @@ export class Process implements Transport {
   exit: { readonly code: number | null; readonly signal: string | null; readonly stderr: string } | undefined
   private readonly child: Child
   private readonly stderr: Array<Uint8Array> = []
+  /** Whether the first of its stderr was let go (only the last is kept). */
+  private stderrPartial = false
   private closed = false
 
-  /** `secrets`: the values core.json's `env` gave the server, kept out of what is said of its stderr. */
+  /** `spellings`: the values core.json's `env` gave the server (spellingsOf), kept out of what core says of it. */
   private constructor(
     child: Child,
-    private readonly secrets: ReadonlyArray<string>,
+    private readonly spellings: ReadonlyArray<string>,
   ) {
     this.child = child
     this.pid = child.pid
@@ -143,11 +162,8 @@ export class Process implements Transport {
     const launch = ServerLaunch.resolve(options.command, options.location, env)
     if ("code" in launch) return new SpawnFailure(launch.code, launch.message)
     const child = await supervised(options, launch)
-    // Longest first: a secret holding another is redacted whole.
-    const secrets = Object.values(options.env ?? {})
-      .filter((value) => value.length >= MIN_SECRET_CHARS)
-      .sort((a, b) => b.length - a.length)
-    return child instanceof SpawnFailure ? child : new Process(child, secrets)
+    const secrets = Object.values(options.env ?? {}).filter((value) => value.length >= MIN_SECRET_CHARS)
+    return child instanceof SpawnFailure ? child : new Process(child, spellingsOf(secrets))
   }
 
   async start(): Promise<void> {
@@ -156,7 +172,7 @@ export class Process implements Transport {
     void this.child.exited.then(async (exit) => {
       // What it said last explains why it ended; a grandchild holding stderr open must not delay saying so.
       await Promise.race([drained, new Promise((resolve) => setTimeout(resolve, STDERR_SETTLE_MS))])
-      this.exit = { ...exit, stderr: stderrTail(this.stderr, this.secrets) }
+      this.exit = { ...exit, stderr: stderrTail(this.stderr, this.spellings, this.stderrPartial) }
       this.finish()
     })
   }
@@ -212,7 +228,10 @@ export class Process implements Transport {
       for await (const chunk of this.child.stderr) {
         this.stderr.push(chunk)
         kept += chunk.byteLength
-        while (kept > STDERR_TAIL_BYTES * 2 && this.stderr.length > 1) kept -= this.stderr.shift()!.byteLength
+        while (kept > STDERR_TAIL_BYTES * 2 && this.stderr.length > 1) {
+          kept -= this.stderr.shift()!.byteLength
+          this.stderrPartial = true
+        }
       }
     } catch {
       // The stream broke as the process went: what was kept is what it said.
@@ -243,6 +262,11 @@ export class Process implements Transport {
     }
     await this.child.end()
     this.finish()
+  }
+
+  /** `text` (a server's words core quotes to a model) with the values core.json's `env` gave it as `[redacted]`. */
+  redact(text: string): string {
+    return redacted(text, this.spellings)
   }
 
   /** How the process ended, in words, for a failure or the server's state. */

@@ -163,12 +163,23 @@ if (mode === "mute") {
       case "hang":
         return await new Promise<never>(() => undefined)
       case "throws":
-        throw new McpError(ErrorCode.InternalError, "boom")
+        // A server's error quoting its configuration (FIXTURE_TOKEN, given by core.json's env).
+        throw new McpError(ErrorCode.InternalError, process.env.FIXTURE_TOKEN === undefined ? "boom" : `boom: upstream refused ${process.env.FIXTURE_TOKEN}`)
       case "typed":
         return text(`typed: ${JSON.stringify(args.value)}`)
       case "crash":
         // A server that quotes its configuration as it dies (FIXTURE_TOKEN, given by core.json's env).
-        if (process.env.FIXTURE_TOKEN !== undefined) process.stderr.write(`fixture: auth failed with token=${process.env.FIXTURE_TOKEN}\n`)
+        if (process.env.FIXTURE_TOKEN !== undefined) {
+          const token = process.env.FIXTURE_TOKEN
+          process.stderr.write(`fixture: auth failed with token=${token}\n`)
+          process.stderr.write(`fixture: as sent ${encodeURIComponent(token)} ${JSON.stringify(token)} ${Buffer.from(token).toString("base64")}\n`)
+          if (process.env.FIXTURE_SPLIT !== undefined) {
+            // Split across two writes, the first long enough to be let go of: its half must not be left alone.
+            process.stderr.write(`${"x".repeat(5_000)} token=${token.slice(0, 8)}`)
+            await Bun.sleep(150)
+            process.stderr.write(`${token.slice(8)} rejected\n${"y".repeat(600)}\n`)
+          }
+        }
         process.stderr.write("fixture: crashing on purpose\n")
         process.exit(7)
       case "fail":

@@ -455,16 +455,25 @@ describe("core as an MCP client: results and failures", () => {
   }, 60_000)
 
   // What it wrote last says why it ended, but a token core.json gave it, which it quoted as it died, reached the model.
-  test("a server that crashes quoting a value core.json's env gave it: the failure says [redacted] for it", async () => {
-    const token = "tok_mcp_secret_4242"
-    const result = await withLocation(fixture("serve", { env: { FIXTURE_TOKEN: token, FIXTURE_MODE: "on" } }), () =>
-      Effect.gen(function* () {
-        return yield* settle(yield* turn, "fix_crash", {})
-      }),
-    )
-    const message = result.settlement.error?.message ?? ""
-    expect(message).toContain("exited with code 7: fixture: auth failed with token=[redacted]\nfixture: crashing on purpose")
-    expect(JSON.stringify(result)).not.toContain(token)
+  test("a server that crashes or errs quoting a value core.json's env gave it: the failure says [redacted] for it", async () => {
+    const token = 'tok_"q/+=&_secret_4242'
+    const half = token.slice(8)
+    const spellings = [token, encodeURIComponent(token), JSON.stringify(token).slice(1, -1), Buffer.from(token).toString("base64"), half]
+    const run = (extra: Record<string, string>, tool: string) =>
+      withLocation(fixture("serve", { env: { FIXTURE_TOKEN: token, FIXTURE_MODE: "on", ...extra } }), () =>
+        Effect.gen(function* () {
+          return yield* settle(yield* turn, tool, {})
+        }),
+      )
+    const crashed = (await run({}, "fix_crash")).settlement.error?.message ?? ""
+    expect(crashed).toContain('exited with code 7: fixture: auth failed with token=[redacted]\nfixture: as sent [redacted] "[redacted]" [redacted]')
+    expect(crashed).toContain("fixture: crashing on purpose")
+    const split = (await run({ FIXTURE_SPLIT: "1" }, "fix_crash")).settlement.error?.message ?? ""
+    expect(split).toContain("exited with code 7: …")
+    expect(split).not.toContain("rejected")
+    const erred = (await run({}, "fix_throws")).settlement.error?.message ?? ""
+    expect(erred).toContain("boom: upstream refused [redacted]")
+    for (const message of [crashed, split, erred]) for (const spelling of spellings) expect(message).not.toContain(spelling)
   }, 60_000)
 
   test("a server that crashes mid-call is a failure saying how it ended; the next call starts it again", async () => {
