@@ -87,16 +87,19 @@ const shortInput = (entry: Recorded.Entry, width: number): string =>
   )
 
 /**
- * A tool name or call id as its cell shows it (both come from clients): as it is when it needs no escape and holds
- * no space, else quoted with every character a terminal acts on escaped, so that no cell breaks its row, forges
- * another or drives the terminal. A space would let a name show the cells of a row of its own (`read   build
- * success ...`), and one at its end hide behind the padding (`read ` shown as `read`); an empty one would shift the
- * row.
+ * A tool name or call id as its cell shows it (both come from clients): as it is when it is plain (PLAIN), else
+ * quoted with every character a terminal acts on escaped, so that no cell breaks its row, forges another or drives
+ * the terminal. A space would let a name show the cells of a row of its own (`read   build success ...`), and one at
+ * its end hide behind the padding (`read ` shown as `read`); an empty one would shift the row.
  */
-const cell = (text: string): string => {
-  const shown = Terminal.quoted(text)
-  return shown.slice(1, -1) === text && text !== "" && !/\s/u.test(text) ? text : shown
-}
+const cell = (text: string): string => (PLAIN.test(text) ? text : Terminal.quoted(text))
+
+/**
+ * A cell shown as it is: visible ASCII, letters and digits only. Anything else (a space of any kind, a blank that
+ * is no space to Unicode such as U+2800, a joiner or variation selector that leaves `read` looking like `read`,
+ * symbols and marks) is quoted, escapes and all.
+ */
+const PLAIN = /^[\x21-\x7e\p{L}\p{N}]+$/u
 
 export const table = (entries: ReadonlyArray<Recorded.Entry>, columns: number): string => {
   const rows = entries.map((entry) => [
