@@ -141,8 +141,8 @@ export const hostNamedBy = (pattern: string): string | undefined => {
  * percent-escapes decoded, runs of slashes as one, and the `.` and `..` segments the decoding made resolved
  * (`https://x.example./%61dmin//a` and `https://x.example/pub/..%2fadmin/a` are `https://x.example/admin/a` to most
  * servers); and, where it differs again, the path as the servers read it that decode it twice (a proxy, then the
- * application: `%2561dmin`) and take a segment's `;parameters` off (Tomcat, Jetty, Spring: `/admin;x/a`,
- * `/pub/..;/admin`). Checked beside the URL as given, so that a rule denying a host or a path holds for every
+ * application: `%2561dmin`), take a segment's `;parameters` off (Tomcat, Jetty, Spring: `/admin;x/a`,
+ * `/pub/..;/admin`) or read it as Windows does (`/pub/..%5cadmin`, `/admin./a`, `%u0061`). Checked beside the URL as given, so that a rule denying a host or a path holds for every
  * spelling of it: a deny of any refuses the call (one rule per resource, whichever spelling reaches it), and a rule
  * opening a host must match them all.
  */
@@ -150,10 +150,22 @@ const spellings = (url: URL): ReadonlyArray<string> => {
   const host = url.host.replace(/\.+(?=:\d+$|$)/, "")
   const read = (path: string) => `${url.protocol}//${host}${withoutDots(path.replace(/\/{2,}/g, "/"))}${url.search}`
   const once = decoded(url.pathname)
-  let again = once
+  // IIS's `%u0061` escapes too.
+  let again = decoded(url.pathname.replace(/%u([0-9A-Fa-f]{4})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16))))
   for (let round = 0; round < DECODING_ROUNDS && /%[0-9A-Fa-f]{2}/.test(again); round++) again = decoded(again)
-  return [...new Set([url.href, read(once), read(withoutParameters(again))])]
+  return [...new Set([url.href, read(once), read(withoutParameters(asWindowsReads(again)))])]
 }
+
+/**
+ * `path` as Windows servers (IIS) read it: `\` a separator as `/` is, and a segment's trailing dots and spaces
+ * dropped (`/admin./a` and `/admin%20/a` are `/admin/a`), but for `.` and `..`.
+ */
+const asWindowsReads = (path: string): string =>
+  path
+    .replaceAll("\\", "/")
+    .split("/")
+    .map((segment) => (segment === "." || segment === ".." ? segment : segment.replace(/[. ]+$/, "")))
+    .join("/")
 
 /** How many more times a path is decoded for the spelling of the servers that decode it again. */
 const DECODING_ROUNDS = 3
