@@ -142,9 +142,9 @@ export const hostNamedBy = (pattern: string): string | undefined => {
  * (`https://x.example./%61dmin//a` and `https://x.example/pub/..%2fadmin/a` are `https://x.example/admin/a` to most
  * servers); and, where it differs again, the path as the servers read it that decode it twice (a proxy, then the
  * application: `%2561dmin`), take a segment's `;parameters` off (Tomcat, Jetty, Spring: `/admin;x/a`,
- * `/pub/..;/admin`) or read it as Windows does (`/pub/..%5cadmin`, `/admin./a`, `%u0061`). Checked beside the URL as given, so that a rule denying a host or a path holds for every
- * spelling of it: a deny of any refuses the call (one rule per resource, whichever spelling reaches it), and a rule
- * opening a host must match them all.
+ * `/pub/..;/admin`) or read it as Windows does (`/pub/..%5cadmin`, `/admin./a`, `%u0061`). Checked beside the URL
+ * as given, so that a rule denying a host or a path holds for every spelling of it: a deny of any refuses the call
+ * (one rule per resource, whichever spelling reaches it), and a rule opening a host must match them all.
  */
 const spellings = (url: URL): ReadonlyArray<string> => {
   const host = url.host.replace(/\.+(?=:\d+$|$)/, "")
