@@ -615,13 +615,13 @@ describe("a sidecar exec cannot trust", () => {
     // Still found, and trusted: exec forwards to it.
     expect(JSON.parse((await exec(deepBox, "deep", "echo", { text: "d" })).stdout).structured).toBe("d")
     expect(sidecar.stderr()).toContain("call=call_deep ")
-    const looked = await exec(deepBox, "look", "bash", {
-      command: `cat "$TMPDIR"/serve-*/serve.json ${temporary}/serve-*/serve.json /tmp/serve-*/serve.json; echo looked`,
-    }, ["--yes"])
-    expect(looked.stdout).toContain("looked")
-    // Named, the record is refused as the rest of the data directory is.
+    // Named, the record is refused as the rest of the data directory is, by a command and by read.
     const named = await exec(deepBox, "named", "bash", { command: `cat ${record}` }, ["--yes"])
-    for (const result of [looked, named]) expect(result.stdout.includes(token) || result.stderr.includes(token)).toBe(false)
+    const read = await exec(deepBox, "read", "read", { filePath: record }, ["--yes"])
+    for (const result of [named, read]) {
+      expect(JSON.parse(result.stdout).status).toBe("error")
+      expect(result.stdout.includes(token) || result.stderr.includes(token)).toBe(false)
+    }
   })
 
 })
