@@ -31,7 +31,7 @@ const MAX_SHOWN_CHARS = 4_000_000
 const MIN_LINE_CHARS = 200
 
 /** Where a call's matching lines are cut, by its limit (MAX_SHOWN_CHARS). */
-export const lineCharsFor = (limit: number): number =>
+const lineCharsFor = (limit: number): number =>
   Math.min(MAX_LINE_CHARS, Math.max(MIN_LINE_CHARS, Math.floor(MAX_SHOWN_CHARS / limit)))
 
 export const Input = Schema.Struct({

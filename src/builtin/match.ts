@@ -401,13 +401,9 @@ const closest = (file: Indexed, oldString: string): Closest | undefined => {
   // Long files and long quotes compare a prefix of the quote per window rather than every line: as many lines as
   // the budget pays for every window, a line costing its characters on both sides.
   const windows = fileLines.length - count + 1
-  const average = (lines: ReadonlyArray<string>, many: number) => {
-    let chars = 0
-    for (let at = 0; at < many; at++) chars += lines[at]!.length
-    return chars / Math.max(1, many)
-  }
-  // The quote's lines as compared (a few long ones among many empty ones cost what they are, not their average).
-  const fileLine = 1 + average(fileLines, fileLines.length)
+  // A file line costs the file's average; the quote's lines cost what they are (a few long ones among many empty
+  // ones are not paid for at their average).
+  const fileLine = 1 + fileLines.reduce((chars, line) => chars + line.length, 0) / fileLines.length
   let compared = 0
   for (let planned = 0; compared < count; compared++) {
     planned += windows * (fileLine + old[compared]!.length)

@@ -30,6 +30,17 @@ const call = (box: Sandbox, name: string, input: unknown, session: string) =>
 const text = (settlement: { content: ReadonlyArray<{ type: string; text?: string }> }) =>
   settlement.content.map((part) => part.text ?? "").join("\n")
 
+/** Session A's command prints more than its preview holds: the path of the managed output the rest is kept in. */
+const keptBySessionA = async (box: Sandbox): Promise<string> => {
+  const made = settlementOf(
+    await call(box, "bash", { command: `for i in $(seq 1 4000); do echo ${OTHER}_$i; done`, description: "print" }, "sesA"),
+  )
+  // The preview names where the whole text is kept, and says to search it with grep.
+  const kept = /filePath "([^"]+)"/.exec(text(made))?.[1]
+  expect(kept).toStartWith(join(box.data, "outputs"))
+  return kept!
+}
+
 describe("grep, glob and list leave out core's data directory", () => {
   test("another session's managed output and the taken-out files are never shown, by line or by name", async () => {
     const box = holding()
@@ -72,13 +83,8 @@ describe("grep, glob and list leave out core's data directory", () => {
 
   test("the session's own output folder, given as the path, is searched as before", async () => {
     const box = holding()
-    const made = settlementOf(
-      await call(box, "bash", { command: `for i in $(seq 1 4000); do echo ${OTHER}_$i; done`, description: "print" }, "sesA"),
-    )
-    // The preview names where the whole text is kept, and says to search it with grep.
-    const kept = /filePath "([^"]+)"/.exec(text(made))?.[1]
-    expect(kept).toStartWith(join(box.data, "outputs"))
-    for (const path of [kept!, dirname(kept!)]) {
+    const kept = await keptBySessionA(box)
+    for (const path of [kept, dirname(kept)]) {
       const found = settlementOf(await call(box, "grep", { pattern: `${OTHER}_1500$`, path }, "sesA"))
       expect(found.status).toBe("success")
       expect(text(found)).toContain(`${OTHER}_1500`)
@@ -97,12 +103,8 @@ describe("grep, glob and list leave out core's data directory", () => {
 
   test("edit and apply_patch, which read the file they change, are refused another session's output before asking", async () => {
     const box = holding()
-    const made = settlementOf(
-      await call(box, "bash", { command: `for i in $(seq 1 4000); do echo ${OTHER}_$i; done`, description: "print" }, "sesA"),
-    )
-    const kept = /filePath "([^"]+)"/.exec(text(made))?.[1]
-    expect(kept).toStartWith(join(box.data, "outputs"))
-    const before = readFileSync(kept!, "utf8")
+    const kept = await keptBySessionA(box)
+    const before = readFileSync(kept, "utf8")
     // A near match would quote the lines around it; a match would change the output another session reads back.
     const edits = [
       call(box, "edit", { filePath: kept, oldString: `${OTHER}_1500\n${OTHER}_15X1`, newString: "forged" }, "sesB"),
@@ -116,6 +118,6 @@ describe("grep, glob and list leave out core's data directory", () => {
       expect(text(settlement)).not.toContain(`${OTHER}_1499`)
       expect(text(settlement)).not.toContain(`${OTHER}_1501`)
     }
-    expect(readFileSync(kept!, "utf8")).toBe(before)
+    expect(readFileSync(kept, "utf8")).toBe(before)
   }, 60_000)
 })
