@@ -86,6 +86,8 @@ export const Shell = Schema.Struct({
   maxTimeoutMs: Schema.optionalKey(millisecondsAtLeast(1)),
   maxCaptureBytes: Schema.optionalKey(integerAtLeast(1)),
   inactivityTimeoutMs: Schema.optionalKey(millisecondsAtLeast(1)),
+  /** Commands one session runs at once; its further calls wait their turn. */
+  maxRunning: Schema.optionalKey(integerAtLeast(1)),
   /** The OS sandbox of commands: on where the kernel has Landlock (`auto`), always (`required`), or never (`off`). */
   sandbox: Schema.optionalKey(Schema.Literals(["auto", "required", "off"]).annotate({ expected: '"auto", "required" or "off"' })),
   /** Socket files (or directories of them) outside the Location sandboxed commands may connect to; `$VAR` and `~` expand. */

@@ -31,6 +31,12 @@ import { Supervised } from "./supervised"
 export const DEFAULT_TIMEOUT_MS = 120_000
 export const DEFAULT_MAX_TIMEOUT_MS = 600_000
 export const DEFAULT_MAX_CAPTURE_BYTES = 1_048_576
+/**
+ * Commands one session runs at once. Each holds a supervisor process and about 14 of core's descriptors until it
+ * ends (up to its timeout): without a bound, one session's calls that never end (`sleep`) would take every
+ * descriptor core has, and every other session's calls would fail.
+ */
+export const DEFAULT_MAX_RUNNING = 32
 /** Live progress is reported at most this often. */
 export const PROGRESS_INTERVAL_MS = 250
 /** How much of the latest output a progress update carries. */
@@ -71,6 +77,8 @@ export interface Limits {
   readonly maxCaptureBytes: number
   /** Off when undefined. */
   readonly inactivityTimeoutMs: number | undefined
+  /** Commands one session runs at once (the bash tool holds the rest back). */
+  readonly maxRunning: number
 }
 
 export const limits = (config: Config.Shell = {}): Limits => {
@@ -81,6 +89,7 @@ export const limits = (config: Config.Shell = {}): Limits => {
     maxTimeoutMs,
     maxCaptureBytes: config.maxCaptureBytes ?? DEFAULT_MAX_CAPTURE_BYTES,
     inactivityTimeoutMs: config.inactivityTimeoutMs,
+    maxRunning: config.maxRunning ?? DEFAULT_MAX_RUNNING,
   }
 }
 

@@ -110,6 +110,48 @@ describe("bash results", () => {
     expect(structured(outcome).timeout).toEqual({ kind: "inactivity", ms: 300 })
   })
 
+  // One session's calls that never end (sleep) would hold a supervisor and ~14 of core's descriptors each until core
+  // had none left for any session: past shell.maxRunning a session's commands wait their turn, other sessions' run.
+  test("past shell.maxRunning a session's commands wait their turn, cancellable, while another session's run", async () => {
+    const box = harness({ shell: { maxRunning: 2 } })
+    const started = () => (existsSync(join(box.directory, "started")) ? readFileSync(join(box.directory, "started"), "utf8").split("\n").filter(Boolean).sort() : [])
+    const until = async (ready: () => boolean) => {
+      for (let waited = 0; !ready(); waited += 20) {
+        if (waited > 20_000) throw new Error(`timed out; started: ${started().join(" ")}`)
+        await Bun.sleep(20)
+      }
+    }
+    const held = (name: string) => `echo ${name} >> started; while [ ! -e release-${name} ]; do sleep 0.02; done; echo ${name} done`
+    const release = (name: string) => Bun.write(join(box.directory, `release-${name}`), "")
+    const waitedFor: Array<string> = []
+    const onProgress = (name: string) => (update: { readonly message: string }) => {
+      if (update.message.startsWith("Waiting to start")) waitedFor.push(`${name}: ${update.message}`)
+    }
+    const a1 = box.settle("bash", { command: held("a1") }, { session: "ses_a", onProgress: onProgress("a1") })
+    const a2 = box.settle("bash", { command: held("a2") }, { session: "ses_a", onProgress: onProgress("a2") })
+    await until(() => started().length === 2)
+    const a3 = box.settle("bash", { command: held("a3") }, { session: "ses_a", onProgress: onProgress("a3") })
+    const cancelled = box.settle("bash", { command: held("a4") }, { session: "ses_a", interruptAt: "Waiting to start" })
+    const b1 = box.settle("bash", { command: held("b1") }, { session: "ses_b" })
+    await until(() => started().includes("b1"))
+    expect((await cancelled).settlement.status).toBe("cancelled")
+    await Bun.sleep(300)
+    expect(started()).toEqual(["a1", "a2", "b1"])
+    expect(waitedFor).toEqual([
+      "a3: Waiting to start: 2 commands of this session are running, the most it runs at once (shell.maxRunning).",
+    ])
+    await release("a1")
+    await until(() => started().includes("a3"))
+    for (const name of ["a2", "a3", "b1", "a4"]) await release(name)
+    for (const [name, call] of [["a1", a1], ["a2", a2], ["a3", a3], ["b1", b1]] as const) {
+      const outcome = await call
+      expect([name, outcome.settlement.status, structured(outcome).stdout]).toEqual([name, "success", `${name} done\n`])
+    }
+    // The cancelled call never ran, and its turn went to no one twice: a2 and a3 ran as two of two.
+    await Bun.sleep(200)
+    expect(started()).toEqual(["a1", "a2", "a3", "b1"])
+  })
+
   // bash asks before it runs anything: cancelled while a person has not answered, nothing of it ran, and the model
   // is told so rather than to check for what it may have done. Cancelled once running, it may have done part.
   test("cancelled while its permission ask waits, it settles as cancelled before it ran; once running, as maybe part done", async () => {

@@ -34,7 +34,7 @@ describe("Config.parseText", () => {
       permission: { "*": "allow", bash: { "*": "ask" } },
       agents: { plan: { description: "plans", permission: { edit: "deny" } }, "build_2-x": {} },
       output: { maxLines: 8, maxBytes: 1024, retentionDays: 0.5 },
-      shell: { timeoutMs: 1, maxTimeoutMs: 600000, maxCaptureBytes: 1048576, inactivityTimeoutMs: 30000 },
+      shell: { timeoutMs: 1, maxTimeoutMs: 600000, maxCaptureBytes: 1048576, inactivityTimeoutMs: 30000, maxRunning: 4 },
       editing: { readBeforeWrite: false },
     })
     expect(Result.isSuccess(Config.parseText(FILE, text))).toBe(true)
@@ -94,6 +94,8 @@ describe("Config.parseText", () => {
     expect(refusal('{ "output": { "retentionDays": 0 } }')).toMatchObject({ expected: "a number greater than 0" })
     expect(refusal('{ "shell": { "inactivityTimeoutMs": 0 } }')).toMatchObject({ path: "shell.inactivityTimeoutMs" })
     expect(refusal('{ "shell": { "timeoutMs": 1e400 } }')).toMatchObject({ found: "Infinity" })
+    expect(refusal('{ "shell": { "maxRunning": 0 } }')).toMatchObject({ path: "shell.maxRunning", expected: "an integer of at least 1" })
+    expect(refusal('{ "shell": { "maxRunning": 2.5 } }')).toMatchObject({ path: "shell.maxRunning", found: "2.5" })
   })
 
   // A timer cannot wait longer than 2^31 - 1 ms: a longer one fires at once. A timeout of 1e12 was accepted, and every
