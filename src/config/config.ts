@@ -64,6 +64,8 @@ export const Output = Schema.Struct({
   maxLines: Schema.optionalKey(integerAtLeast(8)),
   maxBytes: Schema.optionalKey(integerAtLeast(1024)),
   previewBytes: Schema.optionalKey(integerAtLeast(1024)),
+  /** What one session's managed outputs may hold (bytes); past it, further outputs are answered without being kept. */
+  maxSessionBytes: Schema.optionalKey(integerAtLeast(1_048_576)),
   /** Image parts over these are resized and re-encoded before they reach a model (bytes; pixels on the long side). */
   image: Schema.optionalKey(
     Schema.Struct({

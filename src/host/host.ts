@@ -261,6 +261,7 @@ export const servicesLayer = <ROut, E, RIn>(settings: Settings, registry: Layer.
         ...(output.maxLines === undefined ? {} : { maxLines: output.maxLines }),
         ...(output.maxBytes === undefined ? {} : { maxBytes: output.maxBytes }),
         ...(output.previewBytes === undefined ? {} : { previewBytes: output.previewBytes }),
+        ...(output.maxSessionBytes === undefined ? {} : { maxSessionBytes: output.maxSessionBytes }),
         ...(output.image === undefined ? {} : { image: output.image }),
       }),
     ),

@@ -46,6 +46,8 @@ export interface Reference {
   readonly lossy?: boolean
   /** Whether the text is kept on this host only: the object store other hosts read from could not take it. */
   readonly unshared?: boolean
+  /** Why the text was not kept at all (ManagedOutputs.NotKept): the preview is all there is. */
+  readonly notKept?: string
 }
 
 /** What a preview left out, in the kept text's own line numbers (1-based, inclusive). */
@@ -62,6 +64,13 @@ interface Omitted {
   readonly bytes: number
 }
 
+/** The full marker's summary of a text that was not kept: what was left out, why, and how to see it instead. */
+const notKeptSummary = (omitted: Omitted, why: string) =>
+  `[Output too large to show whole: ${omitted.totalLines} lines, ${omitted.totalBytes} bytes. Shown: ` +
+  `${shown(omitted)}; left out: ${lineRange(omitted.from, omitted.to)} (${omitted.bytes} bytes), which was not kept: ` +
+  `${why}. To see more of it, make a call that returns less (filter a command's output with grep, head or tail; read ` +
+  `a range).]\n`
+
 const lineRange = (from: number, to: number) => (from === to ? `line ${from}` : `lines ${from}-${to}`)
 
 /** A read of the omitted range: read takes at most MAX_READ_LINES lines a page. */
@@ -73,7 +82,7 @@ const MAX_READ_LINES = 2_000
  */
 const markers = [
   (omitted: Omitted, reference: Reference) => ({
-    summary:
+    summary: reference.notKept !== undefined ? notKeptSummary(omitted, reference.notKept) :
       `[Output too large to show whole: ${omitted.totalLines} lines, ${omitted.totalBytes} bytes. Shown: ` +
       `${shown(omitted)}; left out: ${lineRange(omitted.from, omitted.to)} (${omitted.bytes} bytes). ` +
       (reference.lossy === true
@@ -89,13 +98,15 @@ const markers = [
   (omitted: Omitted, reference: Reference) => ({
     summary:
       `[Output too large: ${omitted.totalLines} lines, ${omitted.totalBytes} bytes; ` +
-      `${lineRange(omitted.from, omitted.to)} left out, kept${reference.lossy === true ? " as captured" : ""}` +
-      `${reference.unshared === true ? " on this host only" : ""} in ` +
-      `${reference.path}]\n`,
+      `${lineRange(omitted.from, omitted.to)} left out, ` +
+      (reference.notKept !== undefined
+        ? `not kept (no room for outputs)]\n`
+        : `kept${reference.lossy === true ? " as captured" : ""}` +
+          `${reference.unshared === true ? " on this host only" : ""} in ${reference.path}]\n`),
     cut: `[… ${lineRange(omitted.from, omitted.to)} left out …]\n`,
   }),
   (omitted: Omitted, reference: Reference) => ({
-    summary: `[${omitted.bytes} bytes left out; kept in ${reference.path}]\n`,
+    summary: `[${omitted.bytes} bytes left out; ${reference.notKept !== undefined ? "not kept" : `kept in ${reference.path}`}]\n`,
     cut: "[…]\n",
   }),
 ] as const

@@ -17,6 +17,7 @@ import {
   readdirSync,
   realpathSync,
   renameSync,
+  statfsSync,
   statSync,
   unlinkSync,
   writeFileSync,
@@ -29,6 +30,15 @@ import * as Schema from "effect/Schema"
 import { ObjectStore } from "./object-store"
 
 export const DEFAULT_RETENTION_DAYS = 7
+/** What one session's outputs in a Location may hold, unless `output.maxSessionBytes` says otherwise. */
+export const DEFAULT_MAX_SESSION_BYTES = 1024 ** 3
+/**
+ * Outputs are kept only while the filesystem holding them keeps this much free after them: the lesser of
+ * MIN_FREE_BYTES and MIN_FREE_SHARE of its size, so that the store of settlements, and everything else on that
+ * disk, always has room whatever a model makes.
+ */
+export const MIN_FREE_BYTES = 1024 ** 3
+export const MIN_FREE_SHARE = 0.1
 export const DAY_MS = 24 * 60 * 60 * 1000
 export const SWEEP_INTERVAL_MS = 60 * 60 * 1000
 /** Its modification time records the last sweep. */
@@ -71,6 +81,15 @@ export class RetentionError extends Schema.TaggedError<RetentionError>()("Manage
 export class NotFound extends Schema.TaggedError<NotFound>()("ManagedOutputs.NotFound", {
   id: Schema.String,
   reason: Schema.Literals(["invalid_id", "unknown", "expired", "no_part"]),
+  message: Schema.String,
+}) {}
+
+/**
+ * An output that was not kept, by the bound on what outputs may take (a session's share, the disk's free space); the
+ * call's result is still answered, bounded, saying so. `message` says why, to the model.
+ */
+export class NotKept extends Schema.TaggedError<NotKept>()("ManagedOutputs.NotKept", {
+  reason: Schema.Literals(["session", "disk"]),
   message: Schema.String,
 }) {}
 
@@ -123,9 +142,16 @@ export interface Interface {
   readonly where: string
   /**
    * Keeps `contents` in full under one id (a fresh one unless given, from `newID`). Fails (never silently) when
-   * any of it cannot be kept.
+   * any of it cannot be kept: NotKept, writing nothing, when it would take the session's outputs (with a `session`)
+   * past `maxSessionBytes` (DEFAULT_MAX_SESSION_BYTES unless given) or leave its disk less free than MIN_FREE_BYTES.
    */
-  readonly write: (contents: Contents, id?: string, location?: string, session?: string) => Effect.Effect<Written, RetentionError>
+  readonly write: (
+    contents: Contents,
+    id?: string,
+    location?: string,
+    session?: string,
+    maxSessionBytes?: number,
+  ) => Effect.Effect<Written, RetentionError | NotKept>
   /**
    * Where the parts of output `id` are (or will be) kept, by the Location that makes it, or, without one, wherever
    * it is kept now; `file(n)` is the n-th media file, from 1.
@@ -170,6 +196,8 @@ export interface Options {
   readonly retentionDays?: number
   /** An object store every output is put in too, so any host sharing it can read them. */
   readonly remote?: ObjectStore.Interface
+  /** The free space outputs always leave on their filesystem; the lesser of MIN_FREE_BYTES and MIN_FREE_SHARE unless given. */
+  readonly minFreeBytes?: number
   /** How long a lookup in the store may take, and the base of a put's time (plus its size at 1 MB/s); PUT_BASE_MS unless given. */
   readonly putBaseMs?: number
 }
@@ -513,15 +541,54 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       return { text: base, structured: `${base}.json`, file: (n: number) => `${base}.${n}` }
     }
 
+    /**
+     * What each session directory's outputs hold, as this process last counted them (and has written since): counted
+     * afresh when it would refuse (other processes write and sweep the same directories), forgotten on a sweep.
+     */
+    const held = new Map<string, number>()
+
+    /** Why `bytes` more of outputs in `place` may not be kept, or undefined when they may. */
+    const refusal = (place: string, bytes: number, session: string | undefined, maxSessionBytes: number): NotKept | undefined => {
+      if (session !== undefined) {
+        let holding = held.get(place)
+        if (holding === undefined || holding + bytes > maxSessionBytes) held.set(place, (holding = bytesIn(place)))
+        if (holding + bytes > maxSessionBytes) {
+          return new NotKept({
+            reason: "session",
+            message:
+              `this session's kept outputs already hold ${sizeOf(holding)} of the ${sizeOf(maxSessionBytes)} one session ` +
+              `may keep (output.maxSessionBytes)`,
+          })
+        }
+      }
+      const disk = freeSpace(directory, options.minFreeBytes)
+      if (disk !== undefined && disk.free - bytes < disk.floor) {
+        return new NotKept({
+          reason: "disk",
+          message: `the disk holding core's data directory has ${sizeOf(disk.free)} free, and outputs always leave ${sizeOf(disk.floor)}`,
+        })
+      }
+      return undefined
+    }
+
     const write = Effect.fn("ManagedOutputs.write")(function* (
       contents: Contents,
       id: string = newID(),
       location?: string,
       session?: string,
+      maxSessionBytes: number = DEFAULT_MAX_SESSION_BYTES,
     ) {
       const place = placeOf(directory, location, session)
       const base = join(place, id)
+      // Counted by characters (a lower bound of the bytes) and media: measuring a 100 MB text's bytes costs a pass.
+      const size =
+        (contents.text?.length ?? 0) +
+        (typeof contents.structured === "string" && contents.structured !== "text" ? contents.structured.length : 0) +
+        (contents.files ?? []).reduce((total, file) => total + file.byteLength, 0)
+      const refused = refusal(place, size, session, maxSessionBytes)
+      if (refused !== undefined) return yield* refused
       const written: Array<string> = []
+      let added = 0
       const keep = (path: string, data: string | Uint8Array) =>
         Effect.tryPromise({
           try: async () => {
@@ -529,6 +596,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
               writeFile(temporary, data),
             )
             written.push(path)
+            added += bytes
             return bytes
           },
           catch: (cause) => cause,
@@ -550,6 +618,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
           })
         }),
       )
+      if (session !== undefined) held.set(place, (held.get(place) ?? 0) + added)
       if (remote === undefined) return kept
       // An output the store does not take stays kept here: the call's result is never lost to the store, and the
       // caller says so.
@@ -628,6 +697,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
     })
 
     const sweep = Effect.gen(function* () {
+      held.clear()
       const local = yield* sweepLocal(directory, retentionOfPlace)
       return remote === undefined ? local : local + (yield* sweepRemote(remote, retentionOfKey))
     }).pipe(Effect.withSpan("ManagedOutputs.sweep"))
@@ -704,6 +774,53 @@ const realOrSame = (path: string): string => {
   } catch {
     return path
   }
+}
+
+/** The bytes the output files in `place` hold (a file under two names, once). */
+const bytesIn = (place: string): number => {
+  let names: Array<string>
+  try {
+    names = readdirSync(place)
+  } catch {
+    return 0
+  }
+  const seen = new Set<number>()
+  let total = 0
+  for (const name of names) {
+    if (!FILE_PATTERN.test(name)) continue
+    const stats = statOrUndefined(join(place, name))
+    if (stats === undefined || seen.has(stats.ino)) continue
+    seen.add(stats.ino)
+    total += stats.size
+  }
+  return total
+}
+
+/** The free space of the filesystem holding `directory` (or its nearest existing parent), and the floor outputs leave. */
+const freeSpace = (directory: string, floor?: number): { readonly free: number; readonly floor: number } | undefined => {
+  for (let at = directory; ; at = dirname(at)) {
+    try {
+      const stats = statfsSync(at)
+      return {
+        free: Number(stats.bavail) * Number(stats.bsize),
+        floor: floor ?? Math.min(MIN_FREE_BYTES, MIN_FREE_SHARE * Number(stats.blocks) * Number(stats.bsize)),
+      }
+    } catch {
+      if (dirname(at) === at) return undefined
+    }
+  }
+}
+
+/** A size as a person reads it: bytes, KiB, MiB or GiB, to one decimal. */
+const sizeOf = (bytes: number): string => {
+  const units = ["bytes", "KiB", "MiB", "GiB", "TiB"]
+  let value = bytes
+  let unit = 0
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024
+    unit++
+  }
+  return unit === 0 ? `${bytes} bytes` : `${value.toFixed(1)} ${units[unit]}`
 }
 
 const statOrUndefined = (path: string) => {

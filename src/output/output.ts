@@ -4,7 +4,8 @@ export * as Output from "./output"
 // the model, with one bound for the model-facing text and the structured JSON together. What does not fit is kept
 // in full as one managed output per settlement: the text a preview replaces, a structured value that had to be
 // dropped (`structured` is then null, never a preview), media over the media limit. If keeping fails, bounding
-// fails: never a lossy success.
+// fails: never a lossy success. Past the bound on what outputs may take (ManagedOutputs.NotKept: a session's share,
+// the disk's free space), the answer is the preview alone, saying the rest was not kept and why.
 
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -35,6 +36,8 @@ export type Ref = typeof Ref.Type
 
 export interface Limits extends Bound.Limits {
   readonly maxMediaBytes: number
+  /** What one session's managed outputs may hold (ManagedOutputs.DEFAULT_MAX_SESSION_BYTES unless set). */
+  readonly maxSessionBytes?: number
   /** What an image part may be before it is resized (./image). */
   readonly image: Image.Limits
 }
@@ -90,6 +93,7 @@ export const layer = (limits: Settings = {}): Layer.Layer<Service, never, Manage
         maxLines: Math.max(Bound.MIN_MAX_LINES, limits.maxLines ?? DEFAULT_LIMITS.maxLines),
         maxBytes: Math.max(Bound.MIN_MAX_BYTES, limits.maxBytes ?? DEFAULT_LIMITS.maxBytes),
         previewBytes: limits.previewBytes ?? Bound.DEFAULT_PREVIEW_BYTES,
+        maxSessionBytes: limits.maxSessionBytes ?? ManagedOutputs.DEFAULT_MAX_SESSION_BYTES,
         maxMediaBytes: limits.maxMediaBytes ?? DEFAULT_LIMITS.maxMediaBytes,
         image: {
           maxBytes: Math.max(Image.MIN_MAX_BYTES, limits.image?.maxBytes ?? Image.DEFAULT_MAX_BYTES),
@@ -165,17 +169,21 @@ export const layer = (limits: Settings = {}): Layer.Layer<Service, never, Manage
         const id = ManagedOutputs.newID()
         const paths = managed.paths(id, projected.location, projected.session)
         const oversizedFiles: Array<Tool.Content & { type: "file" }> = []
-        const parts = contentIn.map((part): Tool.Content => {
-          if (part.type === "text" || fileFits(part)) return part
-          oversizedFiles.push(part)
-          return {
-            type: "text",
-            text:
-              `[${part.name ?? "file"} (${part.mime}, ${base64Size(part.data)} bytes) is larger than the inline ` +
-              `media limit of ${resolved.maxMediaBytes} bytes; it is kept in ${paths.file(oversizedFiles.length)}.]`,
-          }
-        })
-        const fullText = joinTexts(parts)
+        const partsWith = (where: (n: number) => string) => {
+          oversizedFiles.length = 0
+          return contentIn.map((part): Tool.Content => {
+            if (part.type === "text" || fileFits(part)) return part
+            oversizedFiles.push(part)
+            return {
+              type: "text",
+              text:
+                `[${part.name ?? "file"} (${part.mime}, ${base64Size(part.data)} bytes) is larger than the inline ` +
+                `media limit of ${resolved.maxMediaBytes} bytes; ${where(oversizedFiles.length)}.]`,
+            }
+          })
+        }
+        let parts = partsWith((n) => `it is kept in ${paths.file(n)}`)
+        let fullText = joinTexts(parts)
         const textBytes = Bound.byteLength(fullText)
         const textLines = Bound.countLines(fullText, resolved.maxLines)
         const previewText = !within(textBytes, textLines)
@@ -191,18 +199,27 @@ export const layer = (limits: Settings = {}): Layer.Layer<Service, never, Manage
         if (!previewText && keepStructured && oversizedFiles.length === 0) {
           return { content: asParts(projected.content), structured, outputs: [] }
         }
-        const written = yield* managed.write(
-          {
-            ...(previewText ? { text: fullText } : {}),
-            ...(structuredOnly ? { structured: previewText ? "text" : fullText } : {}),
-            // A string output's structured value is the very text kept: no second copy.
-            ...(structuredJson !== undefined && !keepStructured ? { structured: structuredJson } : {}),
-            files: oversizedFiles.map((part) => Buffer.from(part.data, "base64")),
-          },
-          id,
-          projected.location,
-          projected.session,
-        )
+        const written = yield* managed
+          .write(
+            {
+              ...(previewText ? { text: fullText } : {}),
+              ...(structuredOnly ? { structured: previewText ? "text" : fullText } : {}),
+              // A string output's structured value is the very text kept: no second copy.
+              ...(structuredJson !== undefined && !keepStructured ? { structured: structuredJson } : {}),
+              files: oversizedFiles.map((part) => Buffer.from(part.data, "base64")),
+            },
+            id,
+            projected.location,
+            projected.session,
+            resolved.maxSessionBytes,
+          )
+          .pipe(Effect.catchTag("ManagedOutputs.NotKept", (refused) => Effect.succeed(refused)))
+        const notKept = written instanceof ManagedOutputs.NotKept ? written.message : undefined
+        if (notKept !== undefined && oversizedFiles.length > 0) {
+          // The notes said where the media were kept: they were not.
+          parts = partsWith(() => `it was not kept: ${notKept}`)
+          fullText = joinTexts(parts)
+        }
         const content: Array<Part> = []
         if (previewText) {
           // All text shares one budget: it becomes one preview, in the place of the first text part.
@@ -210,7 +227,8 @@ export const layer = (limits: Settings = {}): Layer.Layer<Service, never, Manage
             id,
             path: paths.text,
             lossy: projected.lossy === true,
-            unshared: written.unshared !== undefined,
+            unshared: !(written instanceof ManagedOutputs.NotKept) && written.unshared !== undefined,
+            ...(notKept === undefined ? {} : { notKept }),
           })
           let placed = false
           for (const part of parts) {
@@ -226,7 +244,7 @@ export const layer = (limits: Settings = {}): Layer.Layer<Service, never, Manage
         return {
           content,
           structured: keepStructured ? structured : null,
-          outputs: [{ id: written.id, bytes: written.bytes }],
+          outputs: written instanceof ManagedOutputs.NotKept ? [] : [{ id: written.id, bytes: written.bytes }],
         }
       })
 

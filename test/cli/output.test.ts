@@ -226,6 +226,25 @@ describe("the bounds", () => {
   }
 })
 
+// End to end, with the compiled binary and a Location's core.json: one process per call (as core exec is), so each
+// counts the session's kept outputs afresh from the disk.
+test("past output.maxSessionBytes a session's calls answer their preview alone, saying why; another session's are kept", async () => {
+  const box = sandbox({ "tools/big.ts": TOOLS, "core.json": JSON.stringify({ output: { maxSessionBytes: 1_048_576 } }) })
+  const call = async (session: string, call: string) =>
+    settlementOf(await exec(box, "big_block", { lines: 4_000, width: 100 }, ["--session", session, "--call", call]))
+  const [first, second, third] = [await call("s1", "c1"), await call("s1", "c2"), await call("s1", "c3")]
+  expect([first.status, second.status, third.status]).toEqual(["success", "success", "success"])
+  expect([first.outputs.length, second.outputs.length, third.outputs]).toEqual([1, 1, []])
+  const preview = (third.content[0] as { text: string }).text
+  expect(preview).toMatch(
+    /^\[Output too large to show whole: 4000 lines, 403999 bytes\. Shown: lines 1-\d+ and lines \d+-4000; left out: lines \d+-\d+ \(\d+ bytes\), which was not kept: this session's kept outputs already hold 789\.1 KiB of the 1\.0 MiB one session may keep \(output\.maxSessionBytes\)\./,
+  )
+  expect(Buffer.byteLength(preview)).toBeLessThanOrEqual(MAX_BYTES)
+  // Nothing of the third was kept anywhere; the other session keeps its own.
+  expect((readdirSync(join(box.data, "outputs"), { recursive: true }) as Array<string>).filter((path) => /out_\w+$/.test(path))).toHaveLength(2)
+  expect((await call("s2", "c1")).outputs).toHaveLength(1)
+})
+
 describe("core output", () => {
   test("an unknown id exits 1 with a message naming it", async () => {
     const box = sandbox()

@@ -33,7 +33,7 @@ describe("Config.parseText", () => {
       $schema: "https://example.test/core.schema.json",
       permission: { "*": "allow", bash: { "*": "ask" } },
       agents: { plan: { description: "plans", permission: { edit: "deny" } }, "build_2-x": {} },
-      output: { maxLines: 8, maxBytes: 1024, retentionDays: 0.5 },
+      output: { maxLines: 8, maxBytes: 1024, retentionDays: 0.5, maxSessionBytes: 1048576 },
       shell: { timeoutMs: 1, maxTimeoutMs: 600000, maxCaptureBytes: 1048576, inactivityTimeoutMs: 30000, maxRunning: 4 },
       editing: { readBeforeWrite: false },
     })
@@ -69,7 +69,7 @@ describe("Config.parseText", () => {
     const error = refusal('{\n  "output": { "maxbytes": 2048 }\n}')
     expect(error).toMatchObject({ path: "output.maxbytes", line: 2, column: 15 })
     expect(error.message).toBe(
-      `${FILE}:2:15: output.maxbytes: expected one of the keys "maxLines", "maxBytes", "previewBytes", "image" or "retentionDays", found unknown key "maxbytes" (did you mean "maxBytes"?)`,
+      `${FILE}:2:15: output.maxbytes: expected one of the keys "maxLines", "maxBytes", "previewBytes", "maxSessionBytes", "image" or "retentionDays", found unknown key "maxbytes" (did you mean "maxBytes"?)`,
     )
     expect(refusal('{ "agents": { "plan": { "permision": {} } } }').path).toBe("agents.plan.permision")
   })
@@ -94,6 +94,7 @@ describe("Config.parseText", () => {
     expect(refusal('{ "output": { "retentionDays": 0 } }')).toMatchObject({ expected: "a number greater than 0" })
     expect(refusal('{ "shell": { "inactivityTimeoutMs": 0 } }')).toMatchObject({ path: "shell.inactivityTimeoutMs" })
     expect(refusal('{ "shell": { "timeoutMs": 1e400 } }')).toMatchObject({ found: "Infinity" })
+    expect(refusal('{ "output": { "maxSessionBytes": 1000 } }')).toMatchObject({ path: "output.maxSessionBytes", expected: "an integer of at least 1048576" })
     expect(refusal('{ "shell": { "maxRunning": 0 } }')).toMatchObject({ path: "shell.maxRunning", expected: "an integer of at least 1" })
     expect(refusal('{ "shell": { "maxRunning": 2.5 } }')).toMatchObject({ path: "shell.maxRunning", found: "2.5" })
   })

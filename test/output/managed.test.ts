@@ -67,7 +67,7 @@ describe("ManagedOutputs", () => {
         return yield* (yield* ManagedOutputs.Service).write({ text: "data" }).pipe(Effect.flip)
       }),
     )
-    expect(error).toBeInstanceOf(ManagedOutputs.RetentionError)
+    if (!(error instanceof ManagedOutputs.RetentionError)) throw new Error(`expected a RetentionError, got ${error._tag}`)
     expect(error.path).toBe(join(root, "outputs"))
     expect(error.message).toContain(join(root, "outputs"))
     expect(error.message).toMatch(/EEXIST|ENOTDIR|exists|not a directory/i)

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test"
-import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { Bound } from "../../src/output/bound"
@@ -179,5 +179,90 @@ describe("Output.bound", () => {
     )
     expect(result.maxLines).toBe(Bound.MIN_MAX_LINES)
     expect(result.maxBytes).toBe(Bound.MIN_MAX_BYTES)
+  })
+})
+
+// A model making big outputs call after call filled the data directory's disk, and then every session's calls failed
+// to keep theirs (and the store its records). Outputs now hold at most output.maxSessionBytes per session and always
+// leave their disk some room; past either, the answer is the preview alone, saying the rest was not kept and why.
+describe("the bound on what outputs may take", () => {
+  const location = "/projects/app"
+  const layerOf = (directory: string, limits: Output.Settings, minFreeBytes?: number) =>
+    Output.layer(limits).pipe(
+      Layer.provideMerge(ManagedOutputs.layer({ directory, ...(minFreeBytes === undefined ? {} : { minFreeBytes }) })),
+    )
+  const boundAll = (directory: string, limits: Output.Settings, projected: ReadonlyArray<Output.Projected>, minFreeBytes?: number) =>
+    Effect.runPromise(
+      Effect.gen(function* () {
+        const output = yield* Output.Service
+        return yield* Effect.forEach(projected, (one) => output.bound(one))
+      }).pipe(Effect.provide(layerOf(directory, limits, minFreeBytes))),
+    )
+  const rows = (count: number, tag: string) => Array.from({ length: count }, (_, index) => `${tag} row ${index} ${"x".repeat(90)}`).join("\n")
+  const textOf = (bounded: Output.Bounded) => bounded.content.map((part) => (part.type === "text" ? part.text : "")).join("")
+  const sessionFiles = (directory: string, session: string) => {
+    const place = ManagedOutputs.sessionDirectory(ManagedOutputs.locationDirectory(directory, location), session)
+    return existsSync(place) ? readdirSync(place).sort() : []
+  }
+
+  test("past output.maxSessionBytes a session's outputs are answered as a preview, not kept, saying why; other sessions keep theirs", async () => {
+    const directory = join(tempDir(), "outputs")
+    const limits = { ...small, maxSessionBytes: 1_048_576 }
+    const big = (tag: string, session: string): Output.Projected => ({ content: [{ type: "text", text: rows(4_000, tag) }], structured: null, location, session })
+    const [first, second, third, other] = await boundAll(directory, limits, [big("a", "s1"), big("b", "s1"), big("c", "s1"), big("d", "s2")])
+    // 4,000 rows of ~100 bytes: two fit in 1 MiB, the third does not.
+    expect(first!.outputs).toHaveLength(1)
+    expect(second!.outputs).toHaveLength(1)
+    expect(third!.outputs).toEqual([])
+    expect(other!.outputs).toHaveLength(1)
+    expect(sessionFiles(directory, "s1")).toEqual([first!.outputs[0]!.id, second!.outputs[0]!.id].sort())
+    const preview = textOf(third!)
+    expect(Bound.exceeds(preview, small)).toBe(false)
+    expect(preview).toMatch(
+      /^\[Output too large to show whole: 4000 lines, \d+ bytes\. Shown: .*; left out: lines \d+-\d+ \(\d+ bytes\), which was not kept: this session's kept outputs already hold 7\d\d\.\d KiB of the 1\.0 MiB one session may keep \(output\.maxSessionBytes\)\. To see more of it, make a call that returns less/,
+    )
+    expect(preview).toContain("c row 3999")
+    expect(preview).not.toContain("out_")
+  })
+
+  test("what other processes removed meanwhile (a sweep) is counted afresh before refusing", async () => {
+    const directory = join(tempDir(), "outputs")
+    const limits = { ...small, maxSessionBytes: 1_048_576 }
+    const big = (tag: string): Output.Projected => ({ content: [{ type: "text", text: rows(4_000, tag) }], structured: null, location, session: "s1" })
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const output = yield* Output.Service
+        const [a, b] = [yield* output.bound(big("a")), yield* output.bound(big("b"))]
+        expect([a.outputs.length, b.outputs.length]).toEqual([1, 1])
+        // Another process's sweep removes the first: the third is kept.
+        const place = ManagedOutputs.sessionDirectory(ManagedOutputs.locationDirectory(directory, location), "s1")
+        rmSync(join(place, a.outputs[0]!.id))
+        expect((yield* output.bound(big("c"))).outputs).toHaveLength(1)
+        expect((yield* output.bound(big("d"))).outputs).toEqual([])
+      }).pipe(Effect.provide(layerOf(directory, limits))),
+    )
+  })
+
+  test("outputs always leave their disk room: past it nothing is kept, media notes included, and the preview says so", async () => {
+    const directory = join(tempDir(), "outputs")
+    const file = { type: "file" as const, data: Buffer.alloc(3_000, 7).toString("base64"), mime: "application/octet-stream", name: "dump.bin" }
+    const projected: Output.Projected = { content: [{ type: "text", text: rows(500, "z") }, file], structured: null, location, session: "s1" }
+    // A floor above whatever this disk has free: nothing may be kept.
+    const [bounded] = await boundAll(directory, { ...small, maxMediaBytes: 1_000 }, [projected], Number.MAX_SAFE_INTEGER)
+    expect(bounded!.outputs).toEqual([])
+    expect(existsSync(directory)).toBe(false)
+    const preview = textOf(bounded!)
+    expect(Bound.exceeds(preview, small)).toBe(false)
+    expect(preview).toMatch(/which was not kept: the disk holding core's data directory has [\d.]+ [KMGT]iB free, and outputs always leave /)
+    // The media note is the tail of the text: it says the file was not kept, not where it is.
+    expect(preview).toContain("[dump.bin (application/octet-stream, 3000 bytes) is larger than the inline media limit of 1000 bytes; it was not kept: the disk")
+    expect(preview).not.toContain("kept in")
+  })
+
+  test("a structured value too large to keep inline, and not kept, is dropped as before: structured null, no output", async () => {
+    const directory = join(tempDir(), "outputs")
+    const structured = { rows: Array.from({ length: 200 }, (_, id) => ({ id, name: `row ${id}` })) }
+    const [bounded] = await boundAll(directory, small, [{ content: [{ type: "text", text: "200 rows" }], structured, location, session: "s1" }], Number.MAX_SAFE_INTEGER)
+    expect(bounded).toEqual({ content: [{ type: "text", text: "200 rows" }], structured: null, outputs: [] })
   })
 })
