@@ -56,13 +56,26 @@ interface Node {
 
 const node = (): Node => ({ directories: new Map(), files: [], size: 0 })
 
-const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+type Child = { readonly name: string; readonly child: Node | undefined }
 
-/** A directory's children in display order: directories first, then files, each by name. */
-const children = (directory: Node): Array<{ readonly name: string; readonly child: Node | undefined }> => [
-  ...[...directory.directories.keys()].sort(byName).map((name) => ({ name, child: directory.directories.get(name) })),
-  ...[...directory.files].sort(byName).map((name) => ({ name, child: undefined })),
-]
+/** Each directory's children as `children` ordered them, ordered once per listing (a folder may hold 500,000). */
+const ordered = new WeakMap<Node, ReadonlyArray<Child>>()
+
+/**
+ * A directory's children in display order: directories first, then files, each by name: in the default order, by
+ * UTF-16 code units as `<` compares them, which is native (a comparator called per comparison took 1.2 s a sort
+ * for 500,000 files).
+ */
+const children = (directory: Node): ReadonlyArray<Child> => {
+  const known = ordered.get(directory)
+  if (known !== undefined) return known
+  const sorted = [
+    ...[...directory.directories.keys()].sort().map((name) => ({ name, child: directory.directories.get(name) })),
+    ...[...directory.files].sort().map((name) => ({ name, child: undefined })),
+  ]
+  ordered.set(directory, sorted)
+  return sorted
+}
 
 /** The entries shown: breadth first (so the top levels come first), then laid out as a tree. */
 const select = (root: Node): Array<typeof Entry.Type> => {

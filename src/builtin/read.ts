@@ -5,8 +5,8 @@ export * as Read from "./read"
 // one page, and a later page streams past the earlier bytes without keeping them. It never opens what the
 // permission check refused, nor anything that is not a regular file (a FIFO would block).
 
-import { constants, readdirSync, statSync, type Dirent } from "node:fs"
-import type { FileHandle } from "node:fs/promises"
+import { constants, statSync, type Dirent } from "node:fs"
+import { readdir, type FileHandle } from "node:fs/promises"
 import { basename, extname, join } from "node:path"
 import type { Stats } from "node:fs"
 import * as Effect from "effect/Effect"
@@ -197,14 +197,33 @@ const fill = async (handle: FileHandle, bytes: Buffer): Promise<number> => {
 }
 
 /**
+ * Entries looked at between turns of the event loop. A directory of 500,000 entries (a model makes one with `touch`)
+ * was listed, filtered and sorted in one stretch of 3 s, and every session's calls and health waited for it.
+ */
+const ENTRIES_AT_A_TIME = 10_000
+
+/** Lets the event loop run (the HTTP server, other calls) before going on. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/** The items of `items` that `keep`, looked at ENTRIES_AT_A_TIME between turns of the event loop. */
+const keptInTurns = async <A>(items: ReadonlyArray<A>, keep: (item: A) => boolean): Promise<Array<A>> => {
+  const kept: Array<A> = []
+  for (let index = 0; index < items.length; index++) {
+    if (index > 0 && index % ENTRIES_AT_A_TIME === 0) await nextTurn()
+    if (keep(items[index]!)) kept.push(items[index]!)
+  }
+  return kept
+}
+
+/**
  * A directory's entries, listed through the directory as checked (Pinned): a directory on its path swapped since is
- * refused. A symlink is shown as a directory when it leads to one.
+ * refused. A symlink is shown as a directory when it leads to one. Read by the thread pool, not core's thread.
  */
 const listed = (real: string) =>
   Effect.promise(async () => {
     try {
       return await Pinned.within(real, async (held) => {
-        const entries = readdirSync(held.at(""), { withFileTypes: true })
+        const entries = await readdir(held.at(""), { withFileTypes: true })
         const isDirectory = (entry: Dirent) => {
           if (entry.isDirectory()) return true
           if (!entry.isSymbolicLink()) return false
@@ -214,18 +233,27 @@ const listed = (real: string) =>
             return false
           }
         }
-        return { entries: entries.map((entry) => ({ name: entry.name, directory: isDirectory(entry) })) }
+        const directories = new Set(await keptInTurns(entries, isDirectory))
+        return { entries: entries.map((entry) => ({ name: entry.name, directory: directories.has(entry) })) }
       })
     } catch (cause) {
       return { cause }
     }
   })
 
-/** Entry names as shown: directories first (with a trailing /), then the rest, by name. */
-const sortedNames = (entries: Array<{ readonly name: string; readonly directory: boolean }>): Array<string> =>
-  entries
-    .sort((a, b) => (a.directory === b.directory ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.directory ? -1 : 1))
-    .map((entry) => (entry.directory ? `${entry.name}/` : entry.name))
+/**
+ * Entry names as shown: directories first (with a trailing /), then the rest, by name. Sorted in the default order,
+ * by UTF-16 code units as `<` compares them, which is native: a comparator called per comparison took 2 s for
+ * 500,000 entries.
+ */
+const sortedNames = (entries: ReadonlyArray<{ readonly name: string; readonly directory: boolean }>): Array<string> => {
+  const directories: Array<string> = []
+  const files: Array<string> = []
+  for (const entry of entries) (entry.directory ? directories : files).push(entry.name)
+  directories.sort()
+  files.sort()
+  return [...directories.map((name) => `${name}/`), ...files]
+}
 
 /** The entries from `offset` that fit a page: at most the limit, and within the page's bytes (one entry at least). */
 const entryPage = (names: ReadonlyArray<string>, offset: number, input: typeof Input.Type, shown: string) => {
@@ -405,7 +433,9 @@ const makeTool = (services: Builtin.Services) => {
       if ("cause" in listing) return yield* unreachable(listing.cause, shown, "listed")
       // A file whose read a rule denies is not named here either.
       const denied = Builtin.hidden(services, agent, real)
-      const entries = listing.entries.filter((entry) => denied === undefined || entry.directory || !denied(join(real, entry.name)))
+      const entries = yield* Effect.promise(() =>
+        keptInTurns(listing.entries, (entry) => entry.directory || !denied(join(real, entry.name))),
+      )
       const hidden = listing.entries.length - entries.length
       const names = sortedNames(entries)
       const offset = input.offset ?? 1
