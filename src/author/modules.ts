@@ -10,8 +10,9 @@ import * as EffectFunction from "effect/Function"
 import * as Schema from "effect/Schema"
 import { EFFECT_MODULES } from "./effect-modules"
 import * as Sdk from "./index"
+import { SDK_SPECIFIER } from "./served"
 
-export const SDK_SPECIFIER = "@core/tool"
+export { isServed, SDK_SPECIFIER } from "./served"
 
 export { SUBPACKAGES } from "./subpackages"
 
@@ -75,8 +76,6 @@ const loaders: Readonly<Record<string, () => object>> = {
   [SDK_SPECIFIER]: () => Sdk,
 }
 
-/** Whether a bare specifier is one the runtime serves itself. */
-export const isServed = (specifier: string): boolean => Object.hasOwn(loaders, specifier)
 
 let installed = false
 

@@ -9,6 +9,7 @@ export * as Closure from "./closure"
 import { lstatSync, readdirSync, realpathSync, statSync, type Stats } from "node:fs"
 import { basename, dirname, extname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
+import { Served } from "../author/served"
 import { FileText } from "./file-text"
 
 /**
@@ -222,11 +223,16 @@ const scanned = new Map<string, { readonly stamp: string; readonly specifiers: R
 const stampOf = (stats: Stats) => `${stats.dev}:${stats.ino}:${stats.ctimeMs}:${stats.size}`
 
 /**
- * Loads the transpiler's scan does not list: `require` through `createRequire` or `import.meta.require`, a `Worker`
- * started from a file, `require.resolve` and `import.meta.resolve`. Where a file makes one, what it loads is a
- * string somewhere in it (`createRequire(import.meta.url)("./lib/x.js")`, `new URL("./worker.ts", import.meta.url)`).
+ * Loads the transpiler's scan does not list, and the words a file making one cannot do without: any `require` but
+ * its plain call with a literal (`module.require`, `(0, require)(…)`, `require.call`, an alias, `createRequire`,
+ * `require.resolve`), `import.meta` (its `require`, `resolve`, and the URL or directory a path is made from), a
+ * `Worker` (of `node:worker_threads` too, under any name), a native library (`dlopen`, `bun:ffi`,
+ * `process.dlopen`), a program run on a file (`spawn`, `fork`, `execFile`, `child_process`). Where a file makes one,
+ * what it loads is a string somewhere in it (`createRequire(import.meta.url)("./lib/x.js")`,
+ * `new URL("./worker.ts", import.meta.url)`, `dlopen("../native/libx.so", …)`).
  */
-const LOADS = /\bcreateRequire\b|\bimport\.meta\.(?:require|resolve)\b|\bnew\s+Worker\b|\brequire\.resolve\b/
+const LOADS =
+  /\brequire\b|\bimport\.meta\b|\bWorker\b|\bworker_threads\b|\bdlopen\b|\bbun:ffi\b|\bspawn(?:Sync)?\b|\bfork\b|\bexecFile(?:Sync)?\b|\bchild_process\b/
 
 /**
  * String literals on one line, their value in group `v`, escapes as written: a double-quoted, a single-quoted, a
@@ -396,14 +402,12 @@ let isBuiltin: ((specifier: string) => boolean) | undefined
 const builtin = (specifier: string): boolean =>
   (isBuiltin ??= (require("node:module") as typeof import("node:module")).isBuiltin)(specifier)
 
-/** Specifiers core serves itself or that name no file: nothing of the Location is reached through them. */
+/**
+ * Specifiers core serves itself (exactly those: `effect/cli` is not, and loads the Location's node_modules) or that
+ * name no file: nothing of the Location is reached through them.
+ */
 const served = (specifier: string): boolean =>
-  specifier === "bun" ||
-  specifier === "effect" ||
-  specifier.startsWith("effect/") ||
-  specifier.startsWith("@core/") ||
-  /^[a-z]+:/.test(specifier) ||
-  builtin(specifier)
+  specifier === "bun" || Served.isServed(specifier) || /^[a-z]+:/.test(specifier) || builtin(specifier)
 
 /** The path a `file:` URL names, or undefined where it names none. */
 const pathOfUrl = (specifier: string): string | undefined => {

@@ -99,6 +99,53 @@ describe("Closure: the code tool and plugin files import", () => {
     expect(reached).not.toContain(join(root, "lib/untouched.js"))
   })
 
+  // Each of these loads a file inside core, and a model that changed the file ran its code there at the next load:
+  // requires the scan does not list, Workers under other names, native libraries, a program run on a file.
+  test("a file making any other load (module.require, an aliased require, worker_threads, dlopen, spawn) has its strings followed", () => {
+    const root = tempDir("core-closure-")
+    const loads: Record<string, string> = {
+      "m1.cjs": 'export const m = module.require("../lib/m1.cjs")\n',
+      "m2.cjs": 'export const m = (0, require)("../lib/m2.cjs")\n',
+      "m3.cjs": 'export const m = require.call(null, "../lib/m3.cjs")\n',
+      "m5.cjs": 'const req = require\nexport const m = req("../lib/m5.cjs")\n',
+      "w1.ts": 'import * as threads from "node:worker_threads"\nexport const w = new threads.Worker(new URL("../lib/w1.ts", import.meta.url))\n',
+      "w2.ts": 'import { Worker as Thread } from "node:worker_threads"\nexport const w = new Thread(new URL("../lib/w2.ts", import.meta.url))\n',
+      "libx.so": 'import { dlopen } from "bun:ffi"\nexport const lib = dlopen(new URL("../lib/libx.so", import.meta.url).pathname, {})\n',
+      "libp.node": 'export const lib = process.dlopen({ exports: {} }, new URL("../lib/libp.node", import.meta.url).pathname)\n',
+      "run.ts": 'export const run = Bun.spawn(["bun", "../lib/run.ts"])\n',
+    }
+    files(root, {
+      ...Object.fromEntries(Object.keys(loads).map((name) => [`lib/${name}`, "module.exports = 1\n"])),
+      ...Object.fromEntries(Object.entries(loads).map(([name, text], index) => [`tools/t${index}.ts`, text])),
+    })
+    const reached = reachedFrom(root)
+    for (const name of Object.keys(loads)) expect([name, reached.includes(join(root, "lib", name))]).toEqual([name, true])
+  })
+
+  // core serves `effect`, the modules it lists and `@core/tool` from its own copies; any other `effect/…` or
+  // `@core/…` loads from the Location's node_modules, and a model that appended to node_modules/effect/dist/cli
+  // ran its code in core at the next call of any tool.
+  test("effect/ and @core/ specifiers core does not serve are packages like any other: their node_modules are protected", () => {
+    const root = files(tempDir("core-closure-"), {
+      "tools/a.ts": 'import { count } from "../lib/cli"\nimport * as Effect from "effect/Effect"\n',
+      "lib/cli.ts": 'import * as Cli from "effect/cli"\nimport * as Util from "@core/util"\nexport const count = () => Object.keys(Cli).length + Object.keys(Util).length\n',
+      "node_modules/effect/package.json": '{ "name": "effect" }',
+      "node_modules/effect/dist/cli/index.js": "module.exports = {}\n",
+      "node_modules/@core/util/package.json": '{ "name": "@core/util" }',
+      "node_modules/@core/util/index.js": "module.exports = {}\n",
+    })
+    const roots = rootsFor(root)
+    for (const path of ["effect/dist/cli/index.js", "@core/util/index.js"]) {
+      expect([path, Protected.change(roots, join(root, "node_modules", path))]).toEqual([path, expect.stringContaining("code that tools/a.ts imports")])
+    }
+    // What core serves reaches no file: a Location importing only those protects no node_modules.
+    const served = files(tempDir("core-closure-"), {
+      "tools/a.ts": 'import { Effect } from "effect"\nimport * as Schema from "effect/Schema"\nimport { Tool } from "@core/tool"\n',
+      "node_modules/effect/dist/index.js": "module.exports = {}\n",
+    })
+    expect(Protected.change(rootsFor(served), join(served, "node_modules/effect/dist/index.js"))).toBeUndefined()
+  })
+
   test("follows a folder's package.json to the files it names, and a #subpath import through the nearest imports map", () => {
     const root = files(tempDir("core-closure-"), {
       "package.json": '{ "imports": { "#internal": "./src/internal.ts", "#pat/*": "./src/pat/*.js", "#dep": "pad", "#cond": { "bun": "./src/bun.ts", "default": "./src/other.ts" } } }',
