@@ -5,8 +5,8 @@ export * as Read from "./read"
 // one page, and a later page streams past the earlier bytes without keeping them. It never opens what the
 // permission check refused, nor anything that is not a regular file (a FIFO would block).
 
-import { constants, statSync, type Dirent } from "node:fs"
-import { readdir, type FileHandle } from "node:fs/promises"
+import { constants, readdir, statSync, type Dirent } from "node:fs"
+import type { FileHandle } from "node:fs/promises"
 import { basename, extname, join } from "node:path"
 import type { Stats } from "node:fs"
 import * as Effect from "effect/Effect"
@@ -223,7 +223,10 @@ const listed = (real: string) =>
   Effect.promise(async () => {
     try {
       return await Pinned.within(real, async (held) => {
-        const entries = await readdir(held.at(""), { withFileTypes: true })
+        // node:fs's callback form: node:fs/promises costs every start that loads read (test/cli/startup.test.ts).
+        const entries = await new Promise<Array<Dirent>>((resolve, reject) =>
+          readdir(held.at(""), { withFileTypes: true }, (error, found) => (error === null ? resolve(found) : reject(error))),
+        )
         const isDirectory = (entry: Dirent) => {
           if (entry.isDirectory()) return true
           if (!entry.isSymbolicLink()) return false
