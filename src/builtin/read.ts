@@ -520,7 +520,10 @@ const makeTool = (services: Builtin.Services) => {
           case "missing":
             // A managed output this session made on another host is brought from the object store they share.
             if (!resolved.inside && resolved.readable && services.outputs !== undefined) {
-              if (yield* services.outputs.fetch(resolved.real)) return yield* readFile(resolved.real, shown, input, context)
+              const fetched = yield* services.outputs
+                .fetch(resolved.real)
+                .pipe(Effect.catchTag("ManagedOutputs.Unavailable", (error) => failure(error.message)))
+              if (fetched) return yield* readFile(resolved.real, shown, input, context)
             }
             return yield* notFound(shown, resolved.real, resolved.inside, context)
           case "other":

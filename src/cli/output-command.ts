@@ -80,7 +80,11 @@ export const run = (args: ReadonlyArray<string>) =>
     )
     // A reader that stops early (`core output ID | head`) closes the pipe: that is not a failure.
     yield* Effect.tryPromise({
-      try: () => Bun.write(Bun.stdout, reference.content),
+      // An object of the store is printed as exactly its recorded bytes, each within a deadline: never short as if whole.
+      try: async () => {
+        const body = ManagedOutputs.body(reference)
+        await (body instanceof Blob ? Bun.write(Bun.stdout, body) : Bun.write(Bun.stdout, new Response(body)))
+      },
       catch: (cause) => cause,
     }).pipe(
       Effect.catchIf(

@@ -41,7 +41,7 @@ import { Calls } from "../host/calls"
 import { NulInput } from "../host/nul-input"
 import type { Events } from "../host/events"
 import type { Served } from "../host/served"
-import type { ManagedOutputs } from "../output/managed-outputs"
+import { ManagedOutputs } from "../output/managed-outputs"
 import { Permission } from "../permission/permission"
 import type { Settlement } from "../contract/settlement"
 import { Terminal } from "../contract/terminal"
@@ -336,7 +336,11 @@ const serveResources = (state: State) => {
       const code = opened.failure._tag === "ManagedOutputs.Unavailable" ? ErrorCode.InternalError : RESOURCE_NOT_FOUND
       throw new ProtocolError(code, opened.failure.message, { uri })
     }
-    const text = await opened.success.content.text()
+    // An object of the store is read as exactly its recorded bytes, each within a deadline: never short as if whole,
+    // never a request left unanswered.
+    const text = await new Response(ManagedOutputs.body(opened.success)).text().catch((cause: unknown) => {
+      throw new ProtocolError(ErrorCode.InternalError, `Could not read ${uri}: ${cause instanceof Error ? cause.message : String(cause)}`, { uri })
+    })
     return { contents: [{ uri, mimeType: named.part === "structured" ? "application/json" : "text/plain", text }] }
   })
 }

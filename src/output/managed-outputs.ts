@@ -171,7 +171,7 @@ export interface Interface {
    * Location's tools read it; `path` is one `paths` names, in the same Location and session directories as the
    * object, so it reaches nothing another Location or session kept. Answers whether a file was brought.
    */
-  readonly fetch: (path: string) => Effect.Effect<boolean>
+  readonly fetch: (path: string) => Effect.Effect<boolean, Unavailable>
   /** Deletes outputs older than the retention period; answers how many were removed. */
   readonly sweep: Effect.Effect<number>
   /**
@@ -297,13 +297,18 @@ const keepParts = (
  */
 const recordKey = (id: string) => `${id}/${id}.put`
 
-/** What an output's record says was put: object key to bytes; undefined where there is no record, or none whole. */
-const putRecord = async (store: ObjectStore.Interface, id: string): Promise<ReadonlyMap<string, number> | undefined> => {
+/**
+ * What an output's record says was put: object key to bytes; undefined where there is no record, or none whole.
+ * Rejects when the store could not be asked (down, an error of its own, no answer within `ms`): an output is not
+ * called missing for a store that did not say so.
+ */
+const putRecord = async (store: ObjectStore.Interface, id: string, ms: number): Promise<ReadonlyMap<string, number> | undefined> => {
   let text: string
   try {
-    text = await store.content(recordKey(id)).text()
-  } catch {
-    return undefined
+    text = await withinTime(store.content(recordKey(id)).text(), ms)
+  } catch (cause) {
+    if (ObjectStore.isMissing(cause)) return undefined
+    throw cause
   }
   try {
     const parsed: unknown = JSON.parse(text)
@@ -372,7 +377,17 @@ const openRemote = Effect.fnUntraced(function* (lookup: RemoteLookup, id: string
   })
   // Only what the output's record says was put, at the size it says: a put cut off is not the output, and a part
   // the record names but the store lacks is not stood in for by another.
-  const record = objects.length === 0 ? undefined : yield* Effect.promise(() => putRecord(store, id))
+  const record =
+    objects.length === 0
+      ? undefined
+      : yield* Effect.tryPromise({
+          try: () => putRecord(store, id, lookup.putBaseMs),
+          catch: (cause) =>
+            new Unavailable({
+              id,
+              message: `Could not read managed output ${id}'s record in ${store.where}: ${ObjectStore.messageOf(cause)}. Try again once the object store can be reached.`,
+            }),
+        })
   const notWhole = new NotFound({
     id,
     reason: "unknown",
@@ -426,10 +441,69 @@ const fetchable = (directory: string, path: string): { readonly name: string; re
   return { name, key: `${id}/${within.join("/")}` }
 }
 
-/** Streams an object to a file, never holding it whole. */
-const download = async (object: Blob, path: string): Promise<void> => {
+/** How long a read from the object store may go without a byte before it is given up. */
+export const READ_IDLE_MS = 30_000
+
+/**
+ * `stream`, an object's bytes from byte `start`, as exactly `length` bytes: it fails when the store sends fewer (a
+ * body cut short, answered as if whole), more than asked from a later byte (a Range it ignored: its first bytes may
+ * be the object's), or nothing for `idleMs`; a failed or cancelled read lets the store's answer go. From the start,
+ * the first `length` bytes are taken whatever the store did with a range (s3rver answers `bytes=0-0` with the whole
+ * object, and a response is chunked, so nothing else holds it to its Content-Length), and the rest is not read.
+ */
+export const exactly = (
+  stream: ReadableStream<Uint8Array>,
+  start: number,
+  length: number,
+  idleMs: number = READ_IDLE_MS,
+): ReadableStream<Uint8Array> => {
+  const reader = stream.getReader()
+  let left = length
+  const stop = (controller: ReadableStreamDefaultController<Uint8Array>, error?: Error) => {
+    reader.cancel().catch(() => {})
+    if (error === undefined) controller.close()
+    else controller.error(error)
+  }
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        let read: Awaited<ReturnType<typeof reader.read>>
+        try {
+          read = await withinTime(reader.read(), idleMs)
+        } catch (cause) {
+          return stop(controller, new Error(`the output store sent ${length - left} of the ${length} bytes asked, then ${cause instanceof Error ? cause.message : String(cause)}`))
+        }
+        if (read.done) {
+          if (left > 0) return stop(controller, new Error(`the output store answered ${length - left} of the ${length} bytes asked`))
+          return stop(controller)
+        }
+        const chunk = read.value
+        if (chunk.byteLength > left && start > 0) {
+          return stop(controller, new Error(`the output store answered more than the ${length} bytes asked from byte ${start}`))
+        }
+        const part = chunk.byteLength > left ? chunk.subarray(0, left) : chunk
+        left -= part.byteLength
+        if (part.byteLength > 0) controller.enqueue(part)
+        // Whole: what may follow is not the output's. A range waits for the end, so a longer answer is caught.
+        if (left === 0 && start === 0) stop(controller)
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  )
+}
+
+/**
+ * A kept output's part as it is read out: a file on this host as it is, an object of the store as exactly its
+ * recorded bytes, arriving within READ_IDLE_MS of each other (see `exactly`).
+ */
+export const body = (reference: Reference): Blob | ReadableStream<Uint8Array> =>
+  reference.path === undefined ? exactly(reference.content.stream(), 0, reference.bytes) : reference.content
+
+/** Streams an object's `bytes` bytes to a file, never holding it whole (see `exactly`). */
+const download = async (object: Blob, bytes: number, path: string): Promise<void> => {
   const sink = Bun.file(path).writer()
-  for await (const chunk of object.stream()) {
+  for await (const chunk of exactly(object.stream(), 0, bytes)) {
     sink.write(chunk)
     await sink.flush()
   }
@@ -679,20 +753,24 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       // A name of its own, so fetches of one file at once never write into each other's.
       const temporary = join(place, `.${target.name}.${crypto.randomUUID()}.tmp`)
       const id = target.key.slice(0, target.key.indexOf("/"))
-      return yield* Effect.promise(async () => {
-        try {
+      return yield* Effect.tryPromise({
+        try: async () => {
           // Only a file the output's record names, whole (see `recordKey`).
-          const bytes = (await putRecord(remote, id))?.get(target.key)
+          const bytes = (await putRecord(remote, id, putBaseMs))?.get(target.key)
           if (bytes === undefined) return false
           const object = remote.content(target.key)
           await atomically(place, temporary, path, async (into) => {
-            await download(object, into)
+            await download(object, bytes, into)
             if (statOrUndefined(into)?.size !== bytes) throw new Error(`${target.key} is not whole in ${remote.where}`)
           })
           return true
-        } catch {
-          return false
-        }
+        },
+        // The store could not be asked, or did not hand the file over whole: not "no such file".
+        catch: (cause) =>
+          new Unavailable({
+            id,
+            message: `Could not bring managed output ${id} from ${remote.where}: ${ObjectStore.messageOf(cause)}. Try again once the object store can be reached.`,
+          }),
       })
     })
 

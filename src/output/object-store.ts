@@ -169,6 +169,13 @@ export const make = (settings: Settings): Interface => {
   }
 }
 
+/** Whether `cause` is the store saying there is no such object (S3's `NoSuchKey`, or a 404), not a failure to ask. */
+export const isMissing = (cause: unknown): boolean => {
+  if (typeof cause !== "object" || cause === null) return false
+  const { code, name } = cause as { readonly code?: unknown; readonly name?: unknown }
+  return code === "NoSuchKey" || code === "ENOENT" || name === "NoSuchKey" || String(code) === "404"
+}
+
 /** What went wrong talking to the store, in a line: S3's code and message (`NoSuchBucket: …`, `ConnectionRefused`). */
 export const messageOf = (cause: unknown): string => {
   if (typeof cause !== "object" || cause === null) return String(cause)

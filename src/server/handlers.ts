@@ -18,6 +18,7 @@ import type { Calls } from "../host/calls"
 import { Recorded } from "../host/recorded"
 import type { Served } from "../host/served"
 import type { Sidecar } from "../host/sidecar"
+import { ManagedOutputs } from "../output/managed-outputs"
 import { Agent } from "../permission/agent"
 import { Provider } from "../provider/provider"
 import type { Permission } from "../permission/permission"
@@ -60,34 +61,6 @@ const idOf = (name: "sessionID" | "toolCallID", id: string) => {
   return problem === undefined ? Effect.succeed(id) : Effect.fail(Respond.badRequest(problem))
 }
 
-/**
- * The `length` bytes from `start` of an object the store streams: never more (s3rver answers `bytes=0-0` with the
- * whole object, and a response is chunked, so nothing else holds it to its Content-Length). From the start they
- * are the first `length` bytes whatever the store did with the range, and the rest is not read; past it, a store
- * that sends any byte more did not keep to the range (its first bytes may be the object's), and one that sent
- * fewer ended short: the response fails, before its end, rather than pass for whole.
- */
-export const exactly = (stream: ReadableStream<Uint8Array>, start: number, length: number): ReadableStream<Uint8Array> => {
-  let left = length
-  return stream.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        if (chunk.byteLength === 0) return
-        if (chunk.byteLength > left && start > 0) {
-          controller.error(new Error(`the output store answered more than the ${length} bytes asked from byte ${start}`))
-          return
-        }
-        const part = chunk.byteLength > left ? chunk.subarray(0, left) : chunk
-        left -= part.byteLength
-        controller.enqueue(part)
-        if (left === 0 && start === 0) controller.terminate()
-      },
-      flush(controller) {
-        if (left > 0) controller.error(new Error(`the output store answered ${length - left} of the ${length} bytes asked`))
-      },
-    }),
-  )
-}
 
 const wantsEvents = (request: HttpServerRequest.HttpServerRequest): boolean =>
   (Respond.header(request, "accept") ?? "").includes("text/event-stream")
@@ -401,13 +374,13 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
         // A local file is sent as a file; an object of the store is streamed (a Blob of the store would be answered
         // with a redirect to the store), chunked: its length is known here, but Bun sends such a stream chunked.
         const body = (blob: Blob, start: number, length: number) =>
-          output.path === undefined ? exactly(blob.stream(), start, length) : blob
+          output.path === undefined ? ManagedOutputs.exactly(blob.stream(), start, length) : blob
         switch (range._tag) {
           case "Whole":
             // Bun.serve applies a request's Range itself to a file answered with 200, by its own reading of the
             // header: a Range this module chose to ignore is answered with the whole content as a plain stream.
             return HttpServerResponseModule.raw(
-              requested === undefined ? body(file, 0, output.bytes) : exactly(file.stream(), 0, output.bytes),
+              requested === undefined ? body(file, 0, output.bytes) : ManagedOutputs.exactly(file.stream(), 0, output.bytes),
               { status: 200, contentType, contentLength: output.bytes, headers },
             )
           case "Partial":

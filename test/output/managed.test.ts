@@ -298,3 +298,50 @@ describe("ManagedOutputs parts", () => {
     expect(readdirSync(directory)).toEqual([])
   })
 })
+
+/** A stream of `chunks`, as an output store's answer arrives. */
+const answered = (...chunks: ReadonlyArray<string>) =>
+  new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(new TextEncoder().encode(chunk))
+      controller.close()
+    },
+  })
+
+describe("an output store's answer to a range, held to it", () => {
+  test("from the start: the first bytes, whatever the store sent (s3rver answers bytes=0-0 with the whole object)", async () => {
+    expect(await new Response(ManagedOutputs.exactly(answered("abcdef"), 0, 1)).text()).toBe("a")
+    expect(await new Response(ManagedOutputs.exactly(answered("ab", "cd", "ef"), 0, 3)).text()).toBe("abc")
+  })
+
+  test("from a later byte: the bytes asked; a store that sent more, even at a chunk's end, or fewer, fails it", async () => {
+    expect(await new Response(ManagedOutputs.exactly(answered("cd"), 2, 2)).text()).toBe("cd")
+    // The whole object from byte 0, its first chunk exactly as long as the range: the wrong bytes, never served whole.
+    await expect(new Response(ManagedOutputs.exactly(answered("ab", "cdef"), 2, 2)).text()).rejects.toThrow("more than the 2 bytes")
+    await expect(new Response(ManagedOutputs.exactly(answered("c"), 2, 2)).text()).rejects.toThrow("answered 1 of the 2 bytes")
+  })
+
+  // A store that answers a GET and then sends nothing held `core output`, MCP resources/read and the read tool for
+  // ever: the read fails once nothing arrived for the idle deadline, and lets the store's answer go.
+  test("a store that stops sending fails the read after the idle deadline, and the answer is let go", async () => {
+    let cancelled = false
+    const stalled = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode("ab"))
+      },
+      cancel() {
+        cancelled = true
+      },
+    })
+    const started = performance.now()
+    await expect(new Response(ManagedOutputs.exactly(stalled, 0, 4, 200)).text()).rejects.toThrow(
+      "the output store sent 2 of the 4 bytes asked, then no answer within 0 s",
+    )
+    expect(performance.now() - started).toBeGreaterThanOrEqual(190)
+    expect(cancelled).toBe(true)
+  })
+
+  test("a body shorter than the record says fails, whole or from a later byte", async () => {
+    await expect(new Response(ManagedOutputs.exactly(answered("ab", "c"), 0, 6)).text()).rejects.toThrow("answered 3 of the 6 bytes")
+  })
+})

@@ -459,3 +459,87 @@ describe("ManagedOutputs when the object store fails", () => {
     }
   })
 })
+
+// A store that answers some requests wrongly, through a proxy in front of s3rver: the record's GET failing or never
+// answered, an object's body shorter than its record says. Each was taken for "not found", waited on for ever, or
+// served short as if whole.
+describe("an object store that answers wrongly", () => {
+  type Fault = "none" | "record-500" | "record-hang" | "short-body"
+  const faulty = () => {
+    let fault: Fault = "none"
+    const proxy = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      idleTimeout: 0,
+      fetch: async (request) => {
+        const url = new URL(request.url)
+        const record = request.method === "GET" && url.pathname.endsWith(".put")
+        if (record && fault === "record-500") {
+          return new Response("<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message></Error>", { status: 500 })
+        }
+        if (record && fault === "record-hang") return new Promise<Response>(() => {})
+        const answer = await fetch(new URL(url.pathname + url.search, server.endpoint), {
+          method: request.method,
+          headers: request.headers,
+          ...(request.method === "GET" || request.method === "HEAD" ? {} : { body: await request.arrayBuffer() }),
+        })
+        const object = request.method === "GET" && !record && url.search === "" && !url.pathname.endsWith(ObjectStore.CLOCK_KEY)
+        if (object && fault === "short-body") {
+          const bytes = new Uint8Array(await answer.arrayBuffer())
+          const half = bytes.subarray(0, Math.floor(bytes.length / 2))
+          return new Response(half, { status: 200, headers: { "content-length": String(half.length) } })
+        }
+        return new Response(answer.body, { status: answer.status, headers: answer.headers })
+      },
+    })
+    const settings = ObjectStore.settings(server.url("faulty"), { ...server.env, AWS_ENDPOINT_URL: `http://127.0.0.1:${proxy.port}` }) as ObjectStore.Settings
+    const hostOf = () => {
+      const directory = join(tempDir(), "outputs")
+      return { directory, layer: ManagedOutputs.layer({ directory, remote: ObjectStore.make(settings), putBaseMs: 1_000 }) }
+    }
+    return { hostOf, set: (next: Fault) => (fault = next), stop: () => proxy.stop(true) }
+  }
+
+  test("the record's GET failing or never answered: unavailable (in time), not unknown; a fetch says so too", async () => {
+    const store = faulty()
+    try {
+      const a = store.hostOf()
+      const written = await Effect.runPromise(Effect.flatMap(managed, (outputs) => outputs.write({ text: "x".repeat(1_000) }, undefined, "/work/a", "s1")).pipe(Effect.provide(a.layer)))
+      expect(written.unshared).toBeUndefined()
+      for (const fault of ["record-500", "record-hang"] as const) {
+        store.set(fault)
+        const b = store.hostOf()
+        const started = performance.now()
+        const failed = await Effect.runPromise(Effect.flip(Effect.flatMap(managed, (outputs) => outputs.open(written.id))).pipe(Effect.provide(b.layer)))
+        expect([fault, failed._tag]).toEqual([fault, "ManagedOutputs.Unavailable"])
+        expect(failed.message).toContain(fault === "record-500" ? "InternalError" : "no answer within")
+        expect(performance.now() - started).toBeLessThan(10_000)
+        const own = ManagedOutputs.sessionDirectory(ManagedOutputs.locationDirectory(b.directory, "/work/a"), "s1")
+        const fetched = await Effect.runPromise(Effect.flip(Effect.flatMap(managed, (outputs) => outputs.fetch(join(own, written.id)))).pipe(Effect.provide(b.layer)))
+        expect([fault, fetched._tag]).toEqual([fault, "ManagedOutputs.Unavailable"])
+      }
+    } finally {
+      store.stop()
+    }
+  })
+
+  test("an object's body shorter than its record says fails the read, and a fetch, rather than pass for whole", async () => {
+    const store = faulty()
+    try {
+      const written = await Effect.runPromise(
+        Effect.flatMap(managed, (outputs) => outputs.write({ text: "y".repeat(100_000) }, undefined, "/work/a", "s1")).pipe(Effect.provide(store.hostOf().layer)),
+      )
+      store.set("short-body")
+      const b = store.hostOf()
+      const opened = await Effect.runPromise(Effect.flatMap(managed, (outputs) => outputs.open(written.id)).pipe(Effect.provide(b.layer)))
+      expect(opened.bytes).toBe(100_000)
+      await expect(new Response(ManagedOutputs.body(opened)).text()).rejects.toThrow("answered 50000 of the 100000 bytes asked")
+      const own = ManagedOutputs.sessionDirectory(ManagedOutputs.locationDirectory(b.directory, "/work/a"), "s1")
+      const fetched = await Effect.runPromise(Effect.flip(Effect.flatMap(managed, (outputs) => outputs.fetch(join(own, written.id)))).pipe(Effect.provide(b.layer)))
+      expect(fetched._tag).toBe("ManagedOutputs.Unavailable")
+      expect(existsSync(join(own, written.id))).toBe(false)
+    } finally {
+      store.stop()
+    }
+  })
+})

@@ -3,7 +3,6 @@
 import { describe, expect, test } from "bun:test"
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Handlers } from "../../src/server/handlers"
 import { Range } from "../../src/server/range"
 import { Security } from "../../src/server/security"
 import { tempDir } from "../support/temp"
@@ -59,29 +58,6 @@ describe("Range.resolve", () => {
       expect(Range.resolve(header, 100)).toEqual({ _tag: "Whole" })
     }
     expect(Range.resolve(" BYTES = 1-2 ", 100)).toEqual({ _tag: "Partial", start: 1, end: 2 })
-  })
-})
-
-/** A stream of `chunks`, as an output store's answer arrives. */
-const answered = (...chunks: ReadonlyArray<string>) =>
-  new ReadableStream<Uint8Array>({
-    start(controller) {
-      for (const chunk of chunks) controller.enqueue(new TextEncoder().encode(chunk))
-      controller.close()
-    },
-  })
-
-describe("an output store's answer to a range, held to it", () => {
-  test("from the start: the first bytes, whatever the store sent (s3rver answers bytes=0-0 with the whole object)", async () => {
-    expect(await new Response(Handlers.exactly(answered("abcdef"), 0, 1)).text()).toBe("a")
-    expect(await new Response(Handlers.exactly(answered("ab", "cd", "ef"), 0, 3)).text()).toBe("abc")
-  })
-
-  test("from a later byte: the bytes asked; a store that sent more, even at a chunk's end, or fewer, fails it", async () => {
-    expect(await new Response(Handlers.exactly(answered("cd"), 2, 2)).text()).toBe("cd")
-    // The whole object from byte 0, its first chunk exactly as long as the range: the wrong bytes, never served whole.
-    await expect(new Response(Handlers.exactly(answered("ab", "cdef"), 2, 2)).text()).rejects.toThrow("more than the 2 bytes")
-    await expect(new Response(Handlers.exactly(answered("c"), 2, 2)).text()).rejects.toThrow("answered 1 of the 2 bytes")
   })
 })
 
