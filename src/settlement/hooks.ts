@@ -123,9 +123,13 @@ const readOnly = <A>(value: A): A => {
   if (prototype !== Object.prototype && prototype !== Array.prototype && prototype !== null) return value
   // A frozen (or sealed) value's members must be read through a proxy as they are (the proxy's invariant), so a
   // member left writable by a shallow freeze was handed as it is: its copy is viewed instead, its members viewed.
-  if (!Object.isExtensible(value)) return new Proxy((Array.isArray(value) ? [...value] : { ...value }) as object, READ_ONLY) as A
-  return new Proxy(value, READ_ONLY) as A
+  const view = new Proxy(Object.isExtensible(value) ? value : Array.isArray(value) ? [...value] : { ...value }, READ_ONLY)
+  views.add(view)
+  return view as A
 }
+
+/** The views handed out: a change is refused only when it is made on one of them. */
+const views = new WeakSet<object>()
 
 const refuseChange = (_target: object, key: PropertyKey): never => {
   throw new TypeError(
@@ -142,7 +146,13 @@ const READ_ONLY: ProxyHandler<object> = {
     if (descriptor !== undefined && "value" in descriptor) descriptor.value = readOnly(descriptor.value)
     return descriptor
   },
-  set: refuseChange,
+  // A view can also be the prototype of a hook's own object: `Object.assign({}, input.env)` of an input holding a
+  // `__proto__` key (JSON's, a model's) makes it so, and each later key assigned to that object reaches this trap.
+  // That object is the hook's to change: the key is made its own, as if the view were any other prototype.
+  set: (target, key, value, receiver) =>
+    views.has(receiver)
+      ? refuseChange(target, key)
+      : Reflect.defineProperty(receiver, key, { value, writable: true, enumerable: true, configurable: true }),
   defineProperty: refuseChange,
   deleteProperty: refuseChange,
   setPrototypeOf: () => refuseChange({}, "prototype"),

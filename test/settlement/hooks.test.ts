@@ -704,5 +704,40 @@ for (const path of Kernel.PATHS) {
         { tool: "logged", input: { n: 7, nested: { m: 2 } }, output: { doubled: 14 }, content: [] },
       ])
     })
+
+    // A model's input holding `__proto__` and `constructor` keys: a hook copying it with Object.assign made the view
+    // the copy's prototype, and each later key assigned to the copy was refused as a change in place: the call failed
+    // operationally, whenever a model wanted, though the hook changed nothing it was handed.
+    test("a hook copying an input that holds __proto__ and constructor keys changes its copy, not what it was handed", async () => {
+      const copies: Array<unknown> = []
+      const seen: Array<unknown> = []
+      const outcome = await kernel(
+        Effect.gen(function* () {
+          yield* register({
+            env: Tool.make({
+              description: "Counts variables",
+              input: Schema.Struct({ env: Schema.Record(Schema.String, Schema.Unknown) }),
+              output: Schema.Int,
+              execute: (input) => Effect.sync(() => (seen.push(JSON.stringify(input.env)), Object.keys(input.env).length)),
+            }),
+          })
+          yield* hook("copier", {
+            tools: ["env"],
+            "tool.execute.before": (call) =>
+              Effect.sync(() => {
+                const copy = Object.assign({}, (call.input as { env: object }).env) as Record<string, unknown>
+                copy.extra = 1
+                copies.push(Object.keys(copy))
+              }),
+          })
+        }),
+        (settle) => settle(Kernel.call("env", JSON.parse('{ "env": { "__proto__": { "a": 1 }, "constructor": { "b": 2 }, "PATH": "/bin" } }'))),
+      )
+      expect(outcome.settlement).toMatchObject({ status: "success", structured: 3 })
+      expect(copies).toEqual([["constructor", "PATH", "extra"]])
+      expect(seen).toEqual(['{"__proto__":{"a":1},"constructor":{"b":2},"PATH":"/bin"}'])
+      // Nothing leaked onto every object's prototype.
+      expect(({} as Record<string, unknown>).a).toBeUndefined()
+    })
   })
 }
