@@ -164,7 +164,12 @@ const migrate = (sql: SQL) =>
 /** An operation on the store: `gaveUp` says, once its statement answers, whether its caller had stopped waiting. */
 type Attempt = <A>(operation: string, run: (gaveUp: () => boolean) => Promise<A>) => Effect.Effect<A, Store.StoreError>
 
-/** How long a write the connection failed waits before it is sent again, once per entry. */
+/**
+ * How long a write the connection failed waits before it is sent again: each entry once, then the last, again and
+ * again for as long as its caller waits (the operation's timeout). A server restarting takes seconds; pgbouncer
+ * refuses logins for its `server_login_retry` (15 s by default) after losing the server: three tries within 1.3 s
+ * lost the settlement of every call that ended meanwhile.
+ */
 const RETRY_DELAYS_MS = [50, 250, 1_000]
 
 /**
@@ -179,8 +184,7 @@ const transient = (cause: unknown): boolean => {
 }
 
 /**
- * `write` sent again after a failure of its connection, up to RETRY_DELAYS_MS.length times, unless its caller gave
- * up: for a write that changes a row only as it expects to find it (a call's end, by its owner), so that sent twice
+ * `write` sent again after a failure of its connection (RETRY_DELAYS_MS), until its caller gives up: for a write that changes a row only as it expects to find it (a call's end, by its owner), so that sent twice
  * it changes it once. A call that ran then has its end recorded despite a blip of the pooler or a restart of the
  * server, rather than being replayed `interrupted`.
  */
@@ -189,8 +193,9 @@ const resent = async <A>(write: () => Promise<A>, gaveUp: () => boolean): Promis
     try {
       return await write()
     } catch (cause) {
-      if (tries >= RETRY_DELAYS_MS.length || !transient(cause) || gaveUp()) throw cause
-      await Bun.sleep(RETRY_DELAYS_MS[tries]!)
+      if (!transient(cause) || gaveUp()) throw cause
+      await Bun.sleep(RETRY_DELAYS_MS[Math.min(tries, RETRY_DELAYS_MS.length - 1)]!)
+      if (gaveUp()) throw cause
     }
   }
 }

@@ -169,14 +169,15 @@ describe("PostgresStore on a host whose clock is off", () => {
  * A proxy to the database at `postgres` on a port of its own, passing bytes both ways until `set` says otherwise:
  * "drop" loses what comes (a path that drops packets), "hold" keeps it and passes it on, in order, once set back to
  * "pass" (a stopped pooler's sockets keep it); "cut" ends the connection the client next sends on (a pooler or
- * server restarting under it), then passes again.
+ * server restarting under it), then passes again; "down" ends every connection as it opens or sends (a server that
+ * is restarting, or a pooler refusing logins meanwhile), until set otherwise.
  */
 const proxyTo = (postgres: string) => {
   const target = new URL(postgres)
-  let mode: "pass" | "drop" | "hold" | "cut" = "pass"
+  let mode: "pass" | "drop" | "hold" | "cut" | "down" = "pass"
   const held: Array<() => void> = []
   const pass = (bytes: Uint8Array, send: (copy: Buffer) => void) => {
-    if (mode === "drop" || mode === "cut") return
+    if (mode === "drop" || mode === "cut" || mode === "down") return
     const copy = Buffer.from(bytes)
     if (mode === "hold") held.push(() => send(copy))
     else send(copy)
@@ -186,6 +187,11 @@ const proxyTo = (postgres: string) => {
     port: 0,
     socket: {
       open(client) {
+        if (mode === "down") {
+          client.data = {}
+          client.terminate()
+          return
+        }
         client.data = {
           upstream: Bun.connect({
             hostname: target.hostname,
@@ -195,6 +201,11 @@ const proxyTo = (postgres: string) => {
         }
       },
       data(client, bytes) {
+        if (mode === "down") {
+          void client.data.upstream?.then((upstream) => upstream.terminate())
+          client.terminate()
+          return
+        }
         if (mode === "cut") {
           mode = "pass"
           void client.data.upstream?.then((upstream) => upstream.terminate())
@@ -204,7 +215,7 @@ const proxyTo = (postgres: string) => {
         pass(bytes, (copy) => void client.data.upstream?.then((upstream) => upstream.write(copy)))
       },
       close(client) {
-        void client.data.upstream?.then((upstream) => upstream.end())
+        void client.data?.upstream?.then((upstream) => upstream.end())
       },
     },
   })
@@ -342,6 +353,36 @@ describe("PostgresStore when the connection breaks as a call's end is sent", () 
       expect(outcome.settled).toBe(true)
       expect(outcome.record).toMatchObject({ state: "settled", settlement: { status: "success", structured: "ran" } })
       expect(outcome.failed).toMatchObject({ state: "failed", reason: "the tool's process was lost" })
+    } finally {
+      proxy.stop()
+    }
+  }, 60_000)
+})
+
+// A restart of the server takes seconds, and pgbouncer refuses logins for its server_login_retry (15 s) after: a call's
+// end was sent again only three times within 1.3 s, so the result of every call that ended meanwhile was lost (the
+// call replayed interrupted). It is now sent again for as long as the operation's time lasts.
+describe("PostgresStore while the server restarts as a call's end is sent", () => {
+  test("the end is sent again until the server is back within the operation's time, and recorded", async () => {
+    const { postgres } = await freshDatabase()
+    const proxy = proxyTo(postgres)
+    try {
+      const key = { location: "/p", sessionID: "s", toolCallID: "restart" }
+      const settlement: Settlement.Info = { tool: "echo", callID: "restart", status: "success", content: [], structured: "ran", outputs: [] }
+      const outcome = await Effect.runPromise(
+        Effect.gen(function* () {
+          const store = yield* Store.Service
+          yield* store.begin(key, "echo", "build")
+          proxy.set("down")
+          setTimeout(() => proxy.set("pass"), 4_000)
+          const started = performance.now()
+          const settled = yield* store.settle(key, settlement, { state: "owned" })
+          return { settled, waitedMs: performance.now() - started, record: yield* store.lookup(key) }
+        }).pipe(Effect.provide(PostgresStore.layer(proxy.url, { operationTimeoutMs: 15_000 })), Effect.scoped),
+      )
+      expect(outcome.settled).toBe(true)
+      expect(outcome.waitedMs).toBeGreaterThan(3_500)
+      expect(outcome.record).toMatchObject({ state: "settled", settlement: { status: "success", structured: "ran" } })
     } finally {
       proxy.stop()
     }
