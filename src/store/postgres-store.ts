@@ -397,8 +397,18 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
                       ${details?.messageID ?? null},
                       ${details?.input ?? null}, ${details?.inputBytes ?? null})
               ON CONFLICT DO NOTHING RETURNING id`
-            // Too late: its caller was told it failed, and runs nothing. Its lease is left to lapse.
-            if (gaveUp()) return false
+            // Too late: its caller was told it failed, and runs nothing. Recorded so at once: a waiter on this machine
+            // would otherwise wait for as long as this process lives (it runs here), whatever its lease says.
+            if (gaveUp()) {
+              if (rows.length === 1) {
+                await sql`
+                  UPDATE core.settlements
+                  SET state = 'failed', reason = 'its intent was recorded after core had given up on it: nothing ran',
+                      settled_at = ${sql.unsafe(NOW_MS)}, lease_until = NULL
+                  WHERE id = ${rows[0].id} AND state = 'started' AND owner = ${Owner.current}`.catch(() => undefined)
+              }
+              return false
+            }
             if (rows.length !== 1) return false
             running.add(keyOf(key), String(rows[0].id))
             unbegun.delete(keyOf(key))

@@ -7,6 +7,7 @@ import { SQL } from "bun"
 import { Effect, Fiber } from "effect"
 import { Settlement } from "../../src/contract/settlement"
 import { PostgresStore } from "../../src/store/postgres-store"
+import { Owner } from "../../src/store/owner"
 import { Store } from "../../src/store/store"
 import { freshDatabase } from "../support/postgres"
 
@@ -390,9 +391,10 @@ describe("PostgresStore while the server restarts as a call's end is sent", () =
 })
 
 // An intent that answered too late (here: a table lock held past the time) may still be written once the statement
-// goes through: this process runs nothing for it, so it must not count as running here for good.
+// goes through: this process runs nothing for it. Left started, a waiter on this machine waited for it for as long
+// as this process lived (it runs here, lease or not); it is recorded failed as soon as it goes through.
 describe("PostgresStore: an intent recorded after its caller gave up", () => {
-  test("runs nothing, and is abandoned once its lease lapses, to be settled interrupted like any other", async () => {
+  test("runs nothing, and is recorded failed as it goes through, not left running for the life of this process", async () => {
     const { postgres } = await freshDatabase()
     const key = { location: "/p", sessionID: "s", toolCallID: "late" }
     const locker = new SQL(postgres, { max: 1 })
@@ -404,32 +406,31 @@ describe("PostgresStore: an intent recorded after its caller gave up", () => {
         yield* Effect.promise(() => reserved`BEGIN`)
         yield* Effect.promise(() => reserved`LOCK TABLE core.settlements IN ACCESS EXCLUSIVE MODE`)
         const begun = String(yield* Effect.exit(store.begin(key, "echo", "build")))
+        const released = Date.now()
         yield* Effect.promise(() => reserved`COMMIT`)
         reserved.release()
         // Its statement goes through after all, once the lock is let go: the client given up on keeps its statements
-        // their time to answer. Started by this process, which runs nothing for it.
+        // their time to answer.
         const deadline = Date.now() + 10_000
-        while (
-          (yield* Effect.promise(() => locker`SELECT 1 FROM core.settlements WHERE call_id = ${key.toolCallID}`)).length === 0 &&
-          Date.now() < deadline
-        ) {
+        let found = yield* store.lookup(key)
+        while ((found === undefined || found.state === "started") && Date.now() < deadline) {
           yield* Effect.sleep(20)
+          found = yield* store.lookup(key)
         }
-        const during = yield* store.lookup(key)
-        yield* Effect.sleep(900)
-        const lapsed = yield* store.lookup(key)
-        const settled =
-          lapsed?.state === "started"
-            ? yield* store.settle(key, Settlement.error("echo", "late", "interrupted", "core stopped while it ran"), { state: "abandoned", owner: lapsed.owner })
-            : undefined
-        return { begun, during, lapsed, settled, final: yield* store.lookup(key) }
-      }).pipe(Effect.provide(PostgresStore.layer(postgres, { operationTimeoutMs: 300, leaseMs: 600 })), Effect.scoped),
+        // Nothing settles over it: a replay answers what it says.
+        const settled = yield* store.settle(key, Settlement.error("echo", "late", "interrupted", "core stopped while it ran"), {
+          state: "abandoned",
+          owner: Owner.current,
+        })
+        return { begun, found, afterMs: Date.now() - released, settled, final: yield* store.lookup(key) }
+      }).pipe(Effect.provide(PostgresStore.layer(postgres, { operationTimeoutMs: 300, leaseMs: 30_000 })), Effect.scoped),
     )
     await locker.close()
     expect(outcome.begun).toContain("no answer within 0.3 s")
-    expect(outcome.during).toMatchObject({ state: "started", running: true })
-    expect(outcome.lapsed).toMatchObject({ state: "started", running: false })
-    expect(outcome.settled).toBe(true)
-    expect(outcome.final?.state).toBe("settled")
+    expect(outcome.found).toMatchObject({ state: "failed", reason: expect.stringContaining("nothing ran") })
+    // Long before its 30 s lease would have lapsed.
+    expect(outcome.afterMs).toBeLessThan(10_000)
+    expect(outcome.settled).toBe(false)
+    expect(outcome.final?.state).toBe("failed")
   }, 60_000)
 })
