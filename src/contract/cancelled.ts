@@ -16,3 +16,11 @@ export const text = (tool: string, stopping: ReadonlyArray<string> = []): string
 export const beforeStart = (tool: string): string =>
   `The ${tool} call was cancelled by the user or the host before it ran (while it waited for permission or for ` +
   "its turn): nothing of it ran. Call it again if it is still wanted."
+
+/**
+ * The text of a call of `tool` that another core process is running under the same ids, when this one stops waiting
+ * for it: nothing of it ran here, and stopping waiting stops nothing of it.
+ */
+export const stoppedWaiting = (tool: string): string =>
+  `Stopped waiting for the ${tool} call, which another core process is running under the same ids: nothing of it ` +
+  "ran here, and it goes on there. Call again with the same ids to get its settlement once it ends."

@@ -68,6 +68,12 @@ export const runnerOutcome = (
   outputs: [],
 })
 
+/** A settle that only waited for another process's call of the same ids, stopped: its text says nothing ran here. */
+export const stoppedWaiting = (tool: string, callID: string): Info => ({
+  ...runnerOutcome(tool, callID, "cancelled"),
+  content: [{ type: "text", text: Cancelled.stoppedWaiting(tool) }],
+})
+
 /** A call cancelled before it began running: nothing of it ran, and its text says so. */
 export const cancelledBeforeStart = (tool: string, callID: string): Info => ({
   ...runnerOutcome(tool, callID, "cancelled"),

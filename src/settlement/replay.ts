@@ -6,6 +6,7 @@ export * as Replay from "./replay"
 // and so does every edge that asks the settler what a call settled as.
 
 import { Settlement } from "../contract/settlement"
+import { Owner } from "../store/owner"
 import { Store } from "../store/store"
 
 /** The call as a record is checked against: its ids, the agent that asked and the tool it named. */
@@ -51,11 +52,18 @@ export const of = (known: Store.Record | undefined, call: Call): Verdict => {
 
 /**
  * What an interrupted settle of `call` settled as: the settlement recorded for it (`cancelled`, also when it was
- * interrupted before it began, or the outcome that won the race); `undefined` when none is recorded for this very
- * call (another owner still runs it, or the record is another agent's or tool's).
+ * interrupted before it began, or the outcome that won the race); for a call another process runs, what stopping
+ * waiting for it is (nothing ran here: it is not recorded, and the other's outcome will be); `undefined` when none
+ * is recorded for this very call (the record is another agent's or tool's, or this process's own still running).
  */
-export const settledAs = (known: Store.Record | undefined, call: Call): Settlement.Info | undefined =>
-  known?.state === "settled" && Store.otherThan(known, call) === undefined ? known.settlement : undefined
+export const settledAs = (known: Store.Record | undefined, call: Call): Settlement.Info | undefined => {
+  if (known === undefined || Store.otherThan(known, call) !== undefined) return undefined
+  if (known.state === "settled") return known.settlement
+  if (known.state === "started" && known.running && known.owner !== Owner.current) {
+    return Settlement.stoppedWaiting(call.name, call.toolCallID)
+  }
+  return undefined
+}
 
 /** Never the other's record: only that the id was used (by a call recorded, or running, for another tool or agent). */
 export const conflict = (call: Call, other: "tool" | "agent"): Settlement.Info =>

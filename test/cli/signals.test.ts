@@ -41,6 +41,30 @@ describe("an interrupted call", () => {
     })
   }
 
+  // A second core exec of the same ids waits for the first's call; stopped, it printed "cancelled … it may have done
+  // part of its work" for a call it never ran, and that went on in the first.
+  test("a core exec waiting for another process's call, stopped, says it only stopped waiting; the call goes on there", async () => {
+    const box = sandbox({ "tools/wait.ts": WAIT })
+    const ids = ["--session", "ses_waiter", "--call", "call_waited"]
+    const owner = await start(box, ["exec", "wait", "--input", "{}", "--location", box.location, ...ids])
+    await owner.stderrContains("progress: still waiting\n")
+    const waiter = await start(box, ["exec", "wait", "--input", "{}", "--location", box.location, ...ids])
+    await Bun.sleep(1_000)
+    waiter.child.kill("SIGTERM")
+    const stopped = await waiter.finished()
+    expect(stopped.code).toBe(130)
+    const said = settlementOf(stopped)
+    expect(said.status).toBe("cancelled")
+    expect(said.content).toEqual([{ type: "text", text: expect.stringContaining("Stopped waiting for the wait call, which another core process is running") }])
+    // The owner still runs it, and what it records is what the ids answer.
+    expect(owner.child.exitCode).toBeNull()
+    owner.child.kill("SIGINT")
+    expect((await owner.finished()).code).toBe(130)
+    const replay = await exec(box, "wait", {}, ids)
+    expect(settlementOf(replay).content).toEqual([{ type: "text", text: expect.stringContaining("may have done part of its work") }])
+    expect(runs(box, "wait")).toBe(1)
+  })
+
   test("its progress updates appear on stderr as plain lines when stderr is not a terminal", async () => {
     const box = sandbox({ "tools/wait.ts": WAIT })
     const running = await start(box, ["exec", "wait", "--input", "{}", "--location", box.location])

@@ -8,6 +8,7 @@ import { Settlement } from "../../src/contract/settlement"
 import { Registry } from "../../src/registry/registry"
 import { Replay } from "../../src/settlement/replay"
 import { Settler } from "../../src/settlement/settler"
+import { Owner } from "../../src/store/owner"
 import { Store } from "../../src/store/store"
 import { Tool } from "../../src/tool/tool"
 import * as Kernel from "../support/kernel"
@@ -56,6 +57,16 @@ describe("Replay.of", () => {
     expect(Replay.settledAs({ state: "settled", agent: "build", settlement: settled }, { ...call, name: "read" })).toBeUndefined()
     expect(Replay.settledAs({ state: "started", agent: "build", tool: "echo", owner: "o", running: false }, call)).toBeUndefined()
     expect(Replay.settledAs(undefined, call)).toBeUndefined()
+  })
+
+  // A core exec waiting for a call another process runs, stopped (SIGTERM), printed "cancelled … it may have done
+  // part of its work" for a call it never ran, and that goes on elsewhere.
+  test("settledAs of a call another live process runs says this one only stopped waiting; this process's own, nothing", () => {
+    const waited = Replay.settledAs({ state: "started", agent: "build", tool: "echo", owner: "host:1:1:ab:m", running: true }, call)
+    expect(waited).toMatchObject({ tool: "echo", callID: call.toolCallID, status: "cancelled", structured: null, outputs: [] })
+    expect(waited?.content).toEqual([{ type: "text", text: expect.stringContaining("Stopped waiting for the echo call, which another core process is running") }])
+    expect(Replay.settledAs({ state: "started", agent: "build", tool: "echo", owner: Owner.current, running: true }, call)).toBeUndefined()
+    expect(Replay.settledAs({ state: "started", agent: "plan", tool: "echo", owner: "host:1:1:ab:m", running: true }, call)).toBeUndefined()
   })
 })
 
