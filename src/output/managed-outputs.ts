@@ -466,26 +466,31 @@ export const exactly = (
   }
   return new ReadableStream<Uint8Array>(
     {
+      // Reads until a byte is handed on or the read ends: an empty chunk is no answer, and with no byte handed on
+      // the stream would not ask again (nor the idle deadline be armed).
       async pull(controller) {
-        let read: Awaited<ReturnType<typeof reader.read>>
-        try {
-          read = await withinTime(reader.read(), idleMs)
-        } catch (cause) {
-          return stop(controller, new Error(`the output store sent ${length - left} of the ${length} bytes asked, then ${cause instanceof Error ? cause.message : String(cause)}`))
+        for (;;) {
+          let read: Awaited<ReturnType<typeof reader.read>>
+          try {
+            read = await withinTime(reader.read(), idleMs)
+          } catch (cause) {
+            return stop(controller, new Error(`the output store sent ${length - left} of the ${length} bytes asked, then ${cause instanceof Error ? cause.message : String(cause)}`))
+          }
+          if (read.done) {
+            if (left > 0) return stop(controller, new Error(`the output store answered ${length - left} of the ${length} bytes asked`))
+            return stop(controller)
+          }
+          const chunk = read.value
+          if (chunk.byteLength > left && start > 0) {
+            return stop(controller, new Error(`the output store answered more than the ${length} bytes asked from byte ${start}`))
+          }
+          const part = chunk.byteLength > left ? chunk.subarray(0, left) : chunk
+          left -= part.byteLength
+          if (part.byteLength > 0) controller.enqueue(part)
+          // Whole: what may follow is not the output's. A range waits for the end, so a longer answer is caught.
+          if (left === 0 && start === 0) return stop(controller)
+          if (part.byteLength > 0) return
         }
-        if (read.done) {
-          if (left > 0) return stop(controller, new Error(`the output store answered ${length - left} of the ${length} bytes asked`))
-          return stop(controller)
-        }
-        const chunk = read.value
-        if (chunk.byteLength > left && start > 0) {
-          return stop(controller, new Error(`the output store answered more than the ${length} bytes asked from byte ${start}`))
-        }
-        const part = chunk.byteLength > left ? chunk.subarray(0, left) : chunk
-        left -= part.byteLength
-        if (part.byteLength > 0) controller.enqueue(part)
-        // Whole: what may follow is not the output's. A range waits for the end, so a longer answer is caught.
-        if (left === 0 && start === 0) stop(controller)
       },
       cancel: (reason) => reader.cancel(reason),
     },
@@ -620,29 +625,51 @@ export const layer = (options: Options): Layer.Layer<Service> =>
      * afresh when it would refuse (other processes write and sweep the same directories), forgotten on a sweep.
      */
     const held = new Map<string, number>()
+    /** The bytes of the writes under way, by session directory and in all: reserved as each is let through. */
+    const pending = new Map<string, number>()
+    let pendingAll = 0
 
-    /** Why `bytes` more of outputs in `place` may not be kept, or undefined when they may. */
-    const refusal = (place: string, bytes: number, session: string | undefined, maxSessionBytes: number): NotKept | undefined => {
+    /**
+     * Lets `bytes` more of outputs in `place` through, reserving them until `done` is called (what was written is
+     * then counted), or says why they may not be kept: outputs of a session settled at once each count the others.
+     */
+    const reserve = (
+      place: string,
+      bytes: number,
+      session: string | undefined,
+      maxSessionBytes: number,
+    ): NotKept | { readonly done: (added: number | undefined) => void } => {
       if (session !== undefined) {
+        const under = pending.get(place) ?? 0
         let holding = held.get(place)
-        if (holding === undefined || holding + bytes > maxSessionBytes) held.set(place, (holding = bytesIn(place)))
-        if (holding + bytes > maxSessionBytes) {
+        if (holding === undefined || holding + under + bytes > maxSessionBytes) held.set(place, (holding = bytesIn(place)))
+        if (holding + under + bytes > maxSessionBytes) {
           return new NotKept({
             reason: "session",
             message:
-              `this session's kept outputs already hold ${sizeOf(holding)} of the ${sizeOf(maxSessionBytes)} one session ` +
-              `may keep (output.maxSessionBytes)`,
+              `this session's kept outputs already hold ${sizeOf(holding + under)} of the ${sizeOf(maxSessionBytes)} one ` +
+              `session may keep (output.maxSessionBytes)`,
           })
         }
       }
       const disk = freeSpace(directory, options.minFreeBytes)
-      if (disk !== undefined && disk.free - bytes < disk.floor) {
+      if (disk !== undefined && disk.free - pendingAll - bytes < disk.floor) {
         return new NotKept({
           reason: "disk",
-          message: `the disk holding core's data directory has ${sizeOf(disk.free)} free, and outputs always leave ${sizeOf(disk.floor)}`,
+          message: `the disk holding core's data directory has ${sizeOf(Math.max(0, disk.free - pendingAll))} free, and outputs always leave ${sizeOf(disk.floor)}`,
         })
       }
-      return undefined
+      pending.set(place, (pending.get(place) ?? 0) + bytes)
+      pendingAll += bytes
+      return {
+        done: (added) => {
+          const left = (pending.get(place) ?? bytes) - bytes
+          if (left > 0) pending.set(place, left)
+          else pending.delete(place)
+          pendingAll -= bytes
+          if (session !== undefined && added !== undefined) held.set(place, (held.get(place) ?? 0) + added)
+        },
+      }
     }
 
     const write = Effect.fn("ManagedOutputs.write")(function* (
@@ -659,8 +686,8 @@ export const layer = (options: Options): Layer.Layer<Service> =>
         (contents.text?.length ?? 0) +
         (typeof contents.structured === "string" && contents.structured !== "text" ? contents.structured.length : 0) +
         (contents.files ?? []).reduce((total, file) => total + file.byteLength, 0)
-      const refused = refusal(place, size, session, maxSessionBytes)
-      if (refused !== undefined) return yield* refused
+      const reserved = reserve(place, size, session, maxSessionBytes)
+      if (reserved instanceof NotKept) return yield* reserved
       const written: Array<string> = []
       let added = 0
       const keep = (path: string, data: string | Uint8Array) =>
@@ -691,8 +718,8 @@ export const layer = (options: Options): Layer.Layer<Service> =>
             message: `Could not keep the full output in ${directory}: ${osMessage(cause)}`,
           })
         }),
+        Effect.onExit((exit) => Effect.sync(() => reserved.done(exit._tag === "Success" ? added : undefined))),
       )
-      if (session !== undefined) held.set(place, (held.get(place) ?? 0) + added)
       if (remote === undefined) return kept
       // An output the store does not take stays kept here: the call's result is never lost to the store, and the
       // caller says so.

@@ -134,7 +134,10 @@ describe("bash results", () => {
     const cancelled = box.settle("bash", { command: held("a4") }, { session: "ses_a", interruptAt: "Waiting to start" })
     const b1 = box.settle("bash", { command: held("b1") }, { session: "ses_b" })
     await until(() => started().includes("b1"))
-    expect((await cancelled).settlement.status).toBe("cancelled")
+    // Cancelled while it waited, it ran in no part, and the model is told so.
+    const stopped = (await cancelled).settlement
+    expect(stopped.status).toBe("cancelled")
+    expect(textOf(stopped)).toContain("before it ran (while it waited for permission or for its turn): nothing of it ran")
     await Bun.sleep(300)
     expect(started()).toEqual(["a1", "a2", "b1"])
     expect(waitedFor).toEqual([

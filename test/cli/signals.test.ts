@@ -47,19 +47,23 @@ describe("an interrupted call", () => {
     const box = sandbox({ "tools/wait.ts": WAIT })
     const ids = ["--session", "ses_waiter", "--call", "call_waited"]
     const owner = await start(box, ["exec", "wait", "--input", "{}", "--location", box.location, ...ids])
-    await owner.stderrContains("progress: still waiting\n")
-    const waiter = await start(box, ["exec", "wait", "--input", "{}", "--location", box.location, ...ids])
-    await Bun.sleep(1_000)
-    waiter.child.kill("SIGTERM")
-    const stopped = await waiter.finished()
-    expect(stopped.code).toBe(130)
-    const said = settlementOf(stopped)
-    expect(said.status).toBe("cancelled")
-    expect(said.content).toEqual([{ type: "text", text: expect.stringContaining("Stopped waiting for the wait call, which another core process is running") }])
-    // The owner still runs it, and what it records is what the ids answer.
-    expect(owner.child.exitCode).toBeNull()
-    owner.child.kill("SIGINT")
-    expect((await owner.finished()).code).toBe(130)
+    try {
+      await owner.stderrContains("progress: still waiting\n")
+      const waiter = await start(box, ["exec", "wait", "--input", "{}", "--location", box.location, ...ids])
+      await Bun.sleep(1_000)
+      waiter.child.kill("SIGTERM")
+      const stopped = await waiter.finished()
+      expect(stopped.code).toBe(130)
+      const said = settlementOf(stopped)
+      expect(said.status).toBe("cancelled")
+      expect(said.content).toEqual([{ type: "text", text: expect.stringContaining("Stopped waiting for the wait call, which another core process is running") }])
+      // The owner still runs it, and what it records is what the ids answer.
+      expect(owner.child.exitCode).toBeNull()
+      owner.child.kill("SIGINT")
+      expect((await owner.finished()).code).toBe(130)
+    } finally {
+      owner.child.kill("SIGKILL")
+    }
     const replay = await exec(box, "wait", {}, ids)
     expect(settlementOf(replay).content).toEqual([{ type: "text", text: expect.stringContaining("may have done part of its work") }])
     expect(runs(box, "wait")).toBe(1)

@@ -225,6 +225,24 @@ describe("the bound on what outputs may take", () => {
     expect(preview).not.toContain("out_")
   })
 
+  // A host settles a session's calls at once: each output checked against the count before the others were written
+  // was let through, all four past the bound.
+  test("outputs of one session bounded at once each count the others under way", async () => {
+    const directory = join(tempDir(), "outputs")
+    const limits = { ...small, maxSessionBytes: 1_048_576 }
+    const big = (tag: string): Output.Projected => ({ content: [{ type: "text", text: rows(7_000, tag) }], structured: null, location, session: "s1" })
+    const bounded = await Effect.runPromise(
+      Effect.gen(function* () {
+        const output = yield* Output.Service
+        return yield* Effect.forEach(["a", "b", "c", "d"], (tag) => output.bound(big(tag)), { concurrency: "unbounded" })
+      }).pipe(Effect.provide(layerOf(directory, limits))),
+    )
+    // ~700 KB each: one fits in 1 MiB.
+    expect(bounded.map((one) => one.outputs.length)).toEqual([1, 0, 0, 0])
+    expect(sessionFiles(directory, "s1")).toHaveLength(1)
+    expect(textOf(bounded[1]!)).toContain("this session's kept outputs already hold")
+  })
+
   test("what other processes removed meanwhile (a sweep) is counted afresh before refusing", async () => {
     const directory = join(tempDir(), "outputs")
     const limits = { ...small, maxSessionBytes: 1_048_576 }
