@@ -7,7 +7,7 @@ export * as Closure from "./closure"
 // Pure reading of the file system, with each file's imports remembered by its identity and change time.
 
 import { lstatSync, readdirSync, realpathSync, statSync, type Stats } from "node:fs"
-import { basename, dirname, extname, join, resolve } from "node:path"
+import { basename, dirname, extname, join, resolve, sep } from "node:path"
 import { fileURLToPath } from "node:url"
 import { Served } from "../author/served"
 import { FileText } from "./file-text"
@@ -225,14 +225,27 @@ const stampOf = (stats: Stats) => `${stats.dev}:${stats.ino}:${stats.ctimeMs}:${
 /**
  * Loads the transpiler's scan does not list, and the words a file making one cannot do without: any `require` but
  * its plain call with a literal (`module.require`, `(0, require)(…)`, `require.call`, an alias, `createRequire`,
- * `require.resolve`), `import.meta` (its `require`, `resolve`, and the URL or directory a path is made from), a
- * `Worker` (of `node:worker_threads` too, under any name), a native library (`dlopen`, `bun:ffi`,
- * `process.dlopen`), a program run on a file (`spawn`, `fork`, `execFile`, `child_process`). Where a file makes one,
- * what it loads is a string somewhere in it (`createRequire(import.meta.url)("./lib/x.js")`,
- * `new URL("./worker.ts", import.meta.url)`, `dlopen("../native/libx.so", …)`).
+ * `require.resolve`, `Module._load`), `import.meta` (however spaced: its `require`, `resolve`, and the URL or
+ * directory a path is made from) and `__dirname`/`__filename`, a `Worker` (of `node:worker_threads` too, under any
+ * name), a native library (`dlopen`, `bun:ffi`, `process.dlopen`), a program run on a file (`spawn`, `fork`,
+ * `execFile`, `child_process`, Bun's `$` shell), Bun's own builds and plugins (`Bun.build`, `Bun.plugin`,
+ * `Bun.Transpiler`). Where a file makes one, what it loads is a string somewhere in it, or a path it puts together
+ * from its own folder (`import.meta.dir + "/x.ts"`, `join(__dirname, "sub", "x.ts")`): see `namedIn`.
  */
 const LOADS =
-  /\brequire\b|\bimport\.meta\b|\bWorker\b|\bworker_threads\b|\bdlopen\b|\bbun:ffi\b|\bspawn(?:Sync)?\b|\bfork\b|\bexecFile(?:Sync)?\b|\bchild_process\b/
+  /\b(?:create)?[Rr]equire\b|\bimport\s*(?:\/\*[\s\S]*?\*\/\s*)*\.\s*meta\b|\b__(?:dirname|filename)\b|\bWorker\b|\bworker_threads\b|\bdlopen\b|\bbun:ffi\b|\bspawn(?:Sync)?\b|\bfork\b|\bexecFile(?:Sync)?\b|\bchild_process\b|\$\s*`|\bBun\s*\.\s*(?:\$|build|plugin|Transpiler)\b|\bModule\b|\b_load\b/
+
+/**
+ * Among a file's specifiers, that it makes a load no string need name whole (LOADS): its folder is protected whole
+ * (unless it is a Location's or the home's own folder, or one above: then only what its strings name).
+ */
+const OWN_FOLDER = "\0folder"
+
+/**
+ * The names of files of code or scripts anywhere in a file's text (a literal, a piece of a path put together, a
+ * template's fixed part): in a file making a load of its own, each is taken as a file of its folder too.
+ */
+const FILE_NAMES = /[\w@.\/-]*\.(?:[cm]?[jt]sx?|json|node|so|dylib|dll|wasm|sh|bash|zsh|py|rb|pl)\b/g
 
 /**
  * String literals on one line, their value in group `v`, escapes as written: a double-quoted, a single-quoted, a
@@ -290,7 +303,8 @@ const stringsNamingIn = (source: string, into: Set<string>): void => {
  */
 const specifiersIn = (file: string, source: string): { readonly imports: ReadonlyArray<string>; readonly named: ReadonlyArray<string> } => {
   const imports = transpilerFor(file).scanImports(source).map((entry) => entry.path)
-  return { imports, named: namedIn(source, imports, LOADS.test(source)) }
+  const loads = LOADS.test(source)
+  return { imports, named: namedIn(source, imports, loads, loads) }
 }
 
 /**
@@ -302,9 +316,10 @@ const JSX_SOURCE = /@jsxImportSource\s+([^\s*]+)/g
 
 /**
  * The specifiers the closure follows from `source`: `found`, the runtime of each JSX import source a pragma names,
- * and where `strings`, every string in it that may name a module (NAMING).
+ * and where `strings`, every string in it that may name a module (NAMING). Where `loads` (the file makes a load of
+ * its own, LOADS), also OWN_FOLDER, and every file name in its text as a file of its folder (`./name`).
  */
-const namedIn = (source: string, found: ReadonlyArray<string>, strings: boolean): ReadonlyArray<string> => {
+const namedIn = (source: string, found: ReadonlyArray<string>, strings: boolean, loads = false): ReadonlyArray<string> => {
   const pragma = source.includes("@jsxImportSource")
   if (!strings && !pragma) return found
   const named = new Set(found)
@@ -315,6 +330,13 @@ const namedIn = (source: string, found: ReadonlyArray<string>, strings: boolean)
     }
   }
   if (strings) stringsNamingIn(source, named)
+  if (loads) {
+    named.add(OWN_FOLDER)
+    for (const [name] of source.matchAll(FILE_NAMES)) {
+      const bare = name.replace(/^\/+/, "")
+      if (bare !== "" && !bare.startsWith(".")) named.add(`./${bare}`)
+    }
+  }
   return [...named]
 }
 
@@ -493,6 +515,8 @@ export const of = (
   const seen = new Set<string>(roots)
   const fresh = new Map<string, Names | undefined>()
   const files: Array<{ readonly file: string; readonly by: string }> = roots.map((file) => ({ file, by: file }))
+  /** The Locations and homes whose tool and plugin files the roots are: never protected whole for a load of a file. */
+  const bases = [...new Set(roots.map((root) => dirname(dirname(root))))]
   const packages: Array<{ readonly directory: string; readonly by: string }> = []
   const looked = new Set<string>()
   const configured = new Set<string>()
@@ -670,6 +694,12 @@ export const of = (
     const directory = dirname(file)
     let bare = false
     for (const specifier of specifiersOf(file, statFresh(file, true))) {
+      if (specifier === OWN_FOLDER) {
+        if (!bases.some((base) => base === directory || base.startsWith(directory.endsWith(sep) ? directory : directory + sep))) {
+          reach(directory, by, "directory")
+        }
+        continue
+      }
       if (specifier.startsWith(".") || specifier.startsWith("/")) {
         relative(resolve(directory, specifier), by, 0)
         continue

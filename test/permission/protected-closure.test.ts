@@ -122,6 +122,35 @@ describe("Closure: the code tool and plugin files import", () => {
     for (const name of Object.keys(loads)) expect([name, reached.includes(join(root, "lib", name))]).toEqual([name, true])
   })
 
+  // Paths a module puts together from its own folder, and loads the word list missed: each ran a model's file in core.
+  test("a module making a load of its own has its folder protected whole, and each file name in it taken as its folder's", () => {
+    const root = tempDir("core-closure-")
+    files(root, {
+      "tools/t.ts": 'import "../lib/a.ts"\nimport "../lib/b.ts"\nimport "../helper.ts"\n',
+      "lib/a.ts":
+        'import { join } from "node:path"\n' +
+        'try { await import(import.meta.dir + "/pa1.ts") } catch {}\n' +
+        'try { await import(join(import.meta.dir, "sub", "pa2.ts")) } catch {}\n' +
+        'try { await import(new URL("pa3.ts", import.meta.url).href) } catch {}\n' +
+        "try { await import(`${import.meta.dir}/pa4.ts`) } catch {}\n",
+      "lib/b.ts":
+        'import { createRequire } from "node:module"\nimport { $ } from "bun"\n' +
+        'try { createRequire(__filename)("./pb1.js") } catch {}\n' +
+        'try { await import(__dirname + "/pb3.ts") } catch {}\n' +
+        "try { await $`sh ./pb4.sh`.cwd(__dirname) } catch {}\n" +
+        'try { await import(import .meta.dir + "/pb6.ts") } catch {}\n',
+      // A module in the Location's own folder: not the whole Location, but the files its text names.
+      "helper.ts": 'export const h = () => import(import.meta.dir + "/plugin-x.ts")\n',
+      "README.md": "# app\n",
+    })
+    const roots = rootsFor(root)
+    for (const path of ["lib/pa1.ts", "lib/sub/pa2.ts", "lib/pa3.ts", "lib/pa4.ts", "lib/pb1.js", "lib/pb3.ts", "lib/pb4.sh", "lib/pb6.ts", "lib/anything.txt", "plugin-x.ts"]) {
+      expect([path, Protected.change(roots, join(root, path))]).toEqual([path, expect.stringContaining("code that tools/t.ts imports")])
+    }
+    expect(Protected.change(roots, join(root, "README.md"))).toBeUndefined()
+    expect(Protected.change(roots, join(root, "src/app.ts"))).toBeUndefined()
+  })
+
   // core serves `effect`, the modules it lists and `@core/tool` from its own copies; any other `effect/…` or
   // `@core/…` loads from the Location's node_modules, and a model that appended to node_modules/effect/dist/cli
   // ran its code in core at the next call of any tool.
