@@ -11,22 +11,20 @@ export * as Bash from "./bash"
 import { basename, dirname, sep } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import * as Semaphore from "effect/Semaphore"
 import { Boundary } from "../permission/boundary"
 import type { Permission } from "../permission/permission"
 import { Protected } from "../permission/protected"
 import { Refusal } from "../tool/refusal"
 import { CommandLine } from "../shell/command-line"
 import { CommandChecks } from "../shell/command-checks"
-import { Preparing } from "../shell/preparing"
 import { Shell } from "../shell/shell"
 import { WorkTree } from "../shell/work-tree"
-import { Stopping } from "../settlement/stopping"
 import { Turn } from "../settlement/turn"
 import * as Internal from "../tool/internal"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { LineFiles } from "./line-files"
+import { Running } from "./running"
 
 const NAME = "bash"
 
@@ -703,47 +701,6 @@ const plan = (services: Builtin.Services) => (input: Input, agent: string) =>
     return [...outside, ...inside]
   })
 
-/**
- * Each session's running commands, process-wide (a session's calls may come through several Locations and faces),
- * by the bound its Location sets (`shell.maxRunning`), with how many of its calls wait for a turn; an entry goes once
- * no call of the session holds or waits for a turn under it.
- */
-const sessions = new Map<string, { readonly turns: Semaphore.Semaphore; calls: number; waiting: number }>()
-
-/**
- * Runs `command` as one of `session`'s at most `limit` running commands. A call past them waits its turn behind those
- * already waiting, having first let the next call be prepared and said why in its progress: the host sees it
- * waiting, and nothing starts. Cancelled while it waits, it did nothing (Stopping.beforeStart).
- */
-const inTurn = (session: string, limit: number, waiting: Effect.Effect<void>) =>
-  <A, E, R>(command: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
-    const key = `${limit}\0${session}`
-    return Effect.acquireUseRelease(
-      Effect.sync(() => {
-        const entry = sessions.get(key) ?? { turns: Semaphore.makeUnsafe(limit), calls: 0, waiting: 0 }
-        entry.calls++
-        sessions.set(key, entry)
-        return entry
-      }),
-      (entry) =>
-        Effect.uninterruptibleMask((restore) =>
-          Effect.gen(function* () {
-            if (entry.waiting > 0 || !(yield* entry.turns.takeIfAvailable(1))) {
-              entry.waiting++
-              yield* restore(Stopping.beforeStart(Effect.andThen(waiting, entry.turns.take(1)))).pipe(
-                Effect.ensuring(Effect.sync(() => entry.waiting--)),
-              )
-            }
-            return yield* restore(command).pipe(Effect.ensuring(entry.turns.release(1)))
-          }),
-        ),
-      (entry) =>
-        Effect.sync(() => {
-          if (--entry.calls === 0) sessions.delete(key)
-        }),
-    )
-  }
-
 /** A denied line ran in no part: the refusal says so, so the model does not look for what did. */
 const nothingRan = (denied: Refusal.Denied) =>
   Effect.fail(new Refusal.Denied({ action: denied.action, resource: denied.resource, message: `${denied.message} ${Refusal.NOTHING_RAN}` }))
@@ -825,16 +782,7 @@ const makeTool = (services: Builtin.Services) => {
               }),
           })
           .pipe(
-            inTurn(
-              context.sessionID,
-              limits.maxRunning,
-              Effect.andThen(
-                Preparing.done,
-                context.progress({
-                  message: `Waiting to start: ${count(limits.maxRunning)} commands of this session are running, the most it runs at once (shell.maxRunning).`,
-                }),
-              ),
-            ),
+            Running.inTurn(context, limits.maxRunning),
             Effect.catchTag("Shell.SpawnError", (error) => Effect.fail(new Tool.Failure({ message: spawnFailure(error) }))),
           )
         return outputOf(result)

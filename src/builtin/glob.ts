@@ -124,7 +124,7 @@ const makeTool = (services: Builtin.Services) =>
         const times = yield* SearchTool.datedIn(held)
         const absolute = Pinned.underneath(resolved.real)
         const base = resolved.real.endsWith("/") ? resolved.real.slice(0, -1) : resolved.real
-        const outcome = yield* Ripgrep.run({
+        const outcome = yield* SearchTool.search(services, context, {
           args: [...Ripgrep.COMMON_FLAGS, "--files", "--null", "--", "."],
           select: input.pattern,
           cwd: held.at(""),

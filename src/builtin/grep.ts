@@ -482,7 +482,7 @@ const makeTool = (services: Builtin.Services) =>
             if (!hides(raw)) notes.push(`${shown}: ${Ripgrep.decode(note).text}`)
           },
         })
-        const outcome = yield* Ripgrep.run({
+        const outcome = yield* SearchTool.search(services, context, {
           args: excluded ? [...Ripgrep.COMMON_FLAGS, "--files", "--", target] : searchArgs(single, input.pattern, target, resolved.real),
           ...(input.include === undefined ? {} : { select: input.include }),
           cwd: held.at(""),

@@ -172,7 +172,7 @@ const makeTool = (services: Builtin.Services) =>
         const denied = Builtin.hidden(services, context.agent, resolved.real)
         const under = resolved.real.endsWith("/") ? resolved.real : `${resolved.real}/`
         const held = yield* SearchTool.hold(resolved.real, shown, "listed")
-        const outcome = yield* Ripgrep.run({
+        const outcome = yield* SearchTool.search(services, context, {
           args: [
             ...Ripgrep.COMMON_FLAGS,
             "--files",

@@ -13,6 +13,7 @@ import { Pinned } from "../permission/pinned"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { Ripgrep } from "./ripgrep"
+import { Running } from "./running"
 
 /** The annotations every search built-in carries: it only reads, and only the machine it runs on. */
 export const ANNOTATIONS = { readOnly: true, idempotent: true, openWorld: false } as const
@@ -164,6 +165,16 @@ export const modifiedTimes = (directory: string) => {
 }
 
 /** Where a search ran, as a sentence ends with it: the Location itself is named so, never as a bare ".". */
+/**
+ * Runs rg for a call of the tool, as one of its session's running processes (./running: at most `shell.maxRunning`
+ * at once, commands and searches together).
+ */
+export const search = (
+  services: Builtin.Services,
+  context: Pick<Tool.Context, "sessionID" | "progress">,
+  options: Ripgrep.Options,
+): Effect.Effect<Ripgrep.Outcome> => Ripgrep.run(options).pipe(Running.inTurn(context, services.shell.limits.maxRunning))
+
 export const where = (path: string): string => (path === "." ? "the Location (.)" : path)
 
 /**

@@ -141,7 +141,7 @@ describe("bash results", () => {
     await Bun.sleep(300)
     expect(started()).toEqual(["a1", "a2", "b1"])
     expect(waitedFor).toEqual([
-      "a3: Waiting to start: 2 commands of this session are running, the most it runs at once (shell.maxRunning).",
+      "a3: Waiting to start: 2 commands and searches of this session are running, the most it runs at once (shell.maxRunning).",
     ])
     await release("a1")
     await until(() => started().includes("a3"))
@@ -153,6 +153,34 @@ describe("bash results", () => {
     // The cancelled call never ran, and its turn went to no one twice: a2 and a3 ran as two of two.
     await Bun.sleep(200)
     expect(started()).toEqual(["a1", "a2", "a3", "b1"])
+  })
+
+  // A thousand greps of `/` in one session ran a thousand rg processes of hundreds of MB each: searches count with
+  // commands against the same bound.
+  test("grep, glob and list count with commands against shell.maxRunning", async () => {
+    const box = harness({ shell: { maxRunning: 1 }, files: { "notes.txt": "needle\n" } })
+    const held = box.settle("bash", { command: "touch started; while [ ! -e release ]; do sleep 0.02; done; echo done" }, { session: "ses_a" })
+    for (let waited = 0; !existsSync(join(box.directory, "started")); waited += 20) {
+      if (waited > 20_000) throw new Error("the command never started")
+      await Bun.sleep(20)
+    }
+    const waits: Array<string> = []
+    const searches = [
+      box.settle("grep", { pattern: "needle" }, { session: "ses_a", onProgress: (update) => waits.push(`grep: ${update.message}`) }),
+      box.settle("glob", { pattern: "*.txt" }, { session: "ses_a", onProgress: (update) => waits.push(`glob: ${update.message}`) }),
+      box.settle("list", {}, { session: "ses_a", onProgress: (update) => waits.push(`list: ${update.message}`) }),
+    ]
+    // Another session's search does not wait for them.
+    expect(textOf((await box.settle("grep", { pattern: "needle" }, { session: "ses_b" })).settlement)).toContain("notes.txt")
+    await Bun.sleep(200)
+    expect(waits.map((line) => line.split(":")[0]).sort()).toEqual(["glob", "grep", "list"])
+    expect(waits.every((line) => line.includes("Waiting to start: 1 commands and searches of this session are running"))).toBe(true)
+    await Bun.write(join(box.directory, "release"), "")
+    expect((await held).settlement.status).toBe("success")
+    const [grep, glob, list] = await Promise.all(searches)
+    expect(textOf(grep!.settlement)).toContain("notes.txt")
+    expect(textOf(glob!.settlement)).toContain("notes.txt")
+    expect(textOf(list!.settlement)).toContain("notes.txt")
   })
 
   // bash asks before it runs anything: cancelled while a person has not answered, nothing of it ran, and the model
