@@ -215,13 +215,16 @@ export const layer = (limits: Settings = {}): Layer.Layer<Service, never, Manage
           )
           .pipe(Effect.catchTag("ManagedOutputs.NotKept", (refused) => Effect.succeed(refused)))
         const notKept = written instanceof ManagedOutputs.NotKept ? written.message : undefined
+        let preview = previewText
         if (notKept !== undefined && oversizedFiles.length > 0) {
-          // The notes said where the media were kept: they were not.
+          // The notes said where the media were kept: they were not. Longer, they may now take the text past the
+          // bound: it is then a preview, as any text past it.
           parts = partsWith(() => `it was not kept: ${notKept}`)
           fullText = joinTexts(parts)
+          preview ||= !within(Bound.byteLength(fullText), Bound.countLines(fullText, resolved.maxLines))
         }
         const content: Array<Part> = []
-        if (previewText) {
+        if (preview) {
           // All text shares one budget: it becomes one preview, in the place of the first text part.
           const text = Bound.preview(fullText, resolved, {
             id,

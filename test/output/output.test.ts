@@ -277,6 +277,21 @@ describe("the bound on what outputs may take", () => {
     expect(preview).not.toContain("kept in")
   })
 
+  // The note of a file not kept is longer than the note of one kept: a text that fit beside the one no longer fits
+  // beside the other, and went to the model past the bound.
+  test("a text beside a media note not kept stays within the bound, whatever its length", async () => {
+    const file = { type: "file" as const, data: Buffer.alloc(3_000, 7).toString("base64"), mime: "application/octet-stream", name: "dump.bin" }
+    for (let length = 700; length <= 1_000; length += 2) {
+      // A short path: its note, kept, is shorter than the note saying why it was not.
+      const directory = join(tempDir(), "o")
+      const projected: Output.Projected = { content: [{ type: "text", text: "t".repeat(length) }, file], structured: null, location, session: "s1" }
+      const [bounded] = await boundAll(directory, { ...small, maxMediaBytes: 1_000 }, [projected], Number.MAX_SAFE_INTEGER)
+      const text = textOf(bounded!)
+      expect([length, Bound.exceeds(text, small)]).toEqual([length, false])
+      expect(text).toContain("not kept")
+    }
+  })
+
   test("a structured value too large to keep inline, and not kept, is dropped as before: structured null, no output", async () => {
     const directory = join(tempDir(), "outputs")
     const structured = { rows: Array.from({ length: 200 }, (_, id) => ({ id, name: `row ${id}` })) }
