@@ -164,7 +164,6 @@ export const modifiedTimes = (directory: string) => {
   }
 }
 
-/** Where a search ran, as a sentence ends with it: the Location itself is named so, never as a bare ".". */
 /**
  * Runs rg for a call of the tool, as one of its session's running processes (./running: at most `shell.maxRunning`
  * at once, commands and searches together).
@@ -175,6 +174,7 @@ export const search = (
   options: Ripgrep.Options,
 ): Effect.Effect<Ripgrep.Outcome> => Ripgrep.run(options).pipe(Running.inTurn(context, services.shell.limits.maxRunning))
 
+/** Where a search ran, as a sentence ends with it: the Location itself is named so, never as a bare ".". */
 export const where = (path: string): string => (path === "." ? "the Location (.)" : path)
 
 /**

@@ -143,7 +143,8 @@ export interface Interface {
   /**
    * Keeps `contents` in full under one id (a fresh one unless given, from `newID`). Fails (never silently) when
    * any of it cannot be kept: NotKept, writing nothing, when it would take the session's outputs (with a `session`)
-   * past `maxSessionBytes` (DEFAULT_MAX_SESSION_BYTES unless given) or leave its disk less free than MIN_FREE_BYTES.
+   * past `maxSessionBytes` (DEFAULT_MAX_SESSION_BYTES unless given) or leave its disk less free than the floor (the
+   * lesser of MIN_FREE_BYTES and MIN_FREE_SHARE of the disk, or Options.minFreeBytes).
    */
   readonly write: (
     contents: Contents,

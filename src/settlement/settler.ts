@@ -47,8 +47,8 @@ export interface Interface {
   /**
    * What `call` settled as when its settle was interrupted: what the settler recorded for it (`cancelled`, also
    * before it began, or the outcome that won the race); `cancelled`, recorded now, for a call nothing is recorded
-   * for (interrupted before its settle began); `undefined` when the record is another call's (another agent's or
-   * tool's) or another owner's still running.
+   * for (interrupted before its settle began); for a call another process runs, that this settle only stopped
+   * waiting for it (Replay.settledAs); `undefined` when the record is another call's (another agent's or tool's).
    */
   readonly interrupted: (call: Steps.Call) => Effect.Effect<Settlement.Info | undefined, Steps.OperationalError>
 }
