@@ -108,12 +108,7 @@ export const Output = Schema.Struct({
 })
 export type Output = typeof Output.Type
 
-/**
- * `value` with a comma between each group of three digits, as `toLocaleString("en-US")` writes a whole number, without
- * its first use loading the locale data (1.6 ms of every start, for the bash tool's description).
- */
-const count = (value: number): string =>
-  Number.isSafeInteger(value) ? String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ",") : value.toLocaleString("en-US")
+const { count } = Builtin
 
 const describe = (limits: Shell.Limits, sandboxed: boolean): string =>
   [

@@ -289,6 +289,13 @@ export const hiddenNote = (hidden: number, what: string): string =>
  */
 export const nameLine = (name: string): string => (/[\u0000-\u001f\u007f]/.test(name) ? JSON.stringify(name) : name)
 
+/**
+ * `value` with a comma between each group of three digits, as `toLocaleString("en-US")` writes a whole number, without
+ * its first use loading the locale data (1.6 ms of every start, for the bash tool's description).
+ */
+export const count = (value: number): string =>
+  Number.isSafeInteger(value) ? String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ",") : value.toLocaleString("en-US")
+
 /** A path as the model should see it: relative to the Location when inside it ("." for the Location itself). */
 export const display = (directory: string, path: string): string => {
   if (!isAbsolute(path)) return path

@@ -11,6 +11,7 @@ import * as Semaphore from "effect/Semaphore"
 import { Stopping } from "../settlement/stopping"
 import { Preparing } from "../shell/preparing"
 import type { Tool } from "../tool/tool"
+import { Builtin } from "./builtin"
 
 /**
  * Each session's running processes, process-wide (a session's calls may come through several Locations and faces),
@@ -18,9 +19,6 @@ import type { Tool } from "../tool/tool"
  * session holds or waits for a turn under it.
  */
 const sessions = new Map<string, { readonly turns: Semaphore.Semaphore; calls: number; waiting: number }>()
-
-/** `value` with a comma between each group of three digits. */
-const count = (value: number): string => String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
 
 /**
  * Runs `run` (a command or a search) as one of the calling session's at most `limit` running ones. A call past them
@@ -36,7 +34,7 @@ export const inTurn =
       Preparing.done,
       context.progress({
         message:
-          `Waiting to start: ${count(limit)} commands and searches of this session are running, the most it runs at ` +
+          `Waiting to start: ${Builtin.count(limit)} commands and searches of this session are running, the most it runs at ` +
           "once (shell.maxRunning).",
       }),
     )

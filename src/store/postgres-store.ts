@@ -184,9 +184,10 @@ const transient = (cause: unknown): boolean => {
 }
 
 /**
- * `write` sent again after a failure of its connection (RETRY_DELAYS_MS), until its caller gives up: for a write that changes a row only as it expects to find it (a call's end, by its owner), so that sent twice
- * it changes it once. A call that ran then has its end recorded despite a blip of the pooler or a restart of the
- * server, rather than being replayed `interrupted`.
+ * `write` sent again after a failure of its connection (RETRY_DELAYS_MS), until its caller gives up: for a write
+ * that changes a row only as it expects to find it (a call's end, by its owner), so that sent twice it changes it
+ * once. A call that ran then has its end recorded despite a blip of the pooler or a restart of the server, rather
+ * than being replayed `interrupted`.
  */
 const resent = async <A>(write: () => Promise<A>, gaveUp: () => boolean): Promise<A> => {
   for (let tries = 0; ; tries++) {
