@@ -117,20 +117,22 @@ interface Entry {
    */
   readonly undo: "fixed" | "renamed" | "never"
   /**
-   * Of code elsewhere (`renamed`): the folders above it, up to its Location, as they were. Mounted, it changes
-   * only when the command renamed one of them; otherwise a change is a person's (an editor saving it) and stays.
+   * Of code elsewhere (`renamed`): the folders above it, up to its Location, as they were, each held open (the
+   * nearest first). Mounted, it changes only when the command renamed one of them (which is put back); otherwise a
+   * change is a person's (an editor saving it) and stays.
    */
-  readonly above: ReadonlyArray<readonly [string, Before | undefined]>
+  readonly above: ReadonlyArray<Way>
   readonly before: Before | undefined
   /** What a directory held before the command, when no mount is expected to keep it read-only. */
   readonly inside: Map<string, Inside> | undefined
   /** Whether it is mounted read-only while the command runs (else its content is put back after: `restored`). */
   readonly mounted: boolean
   /**
-   * Whether another spelling of its name in its folder is loaded in its place: a file a tool imports, which Bun's
-   * resolver finds ignoring case (`lib/FMT.ts` for a missing `../lib/fmt.ts`).
+   * Whether it is a file a tool imports: another spelling of its name in its folder is loaded in its place (Bun's
+   * resolver finds it ignoring case: `lib/FMT.ts` for a missing `../lib/fmt.ts`), and a folder above it the command
+   * renamed away is put back (see `finish`).
    */
-  readonly folds: boolean
+  readonly imported: boolean
 }
 
 export interface Undone {
@@ -673,22 +675,23 @@ export const begin = (
       }
     }
   }
-  const folders = new Map<string, Before | undefined>()
-  const noted = (path: string, base: string, undo: Entry["undo"], keep: boolean, mounted = true, folds = false): Entry => {
+  /** The folders above entries of code elsewhere, held open: see `Entry.above`. */
+  const folders = new Map<string, Way>()
+  const noted = (path: string, base: string, undo: Entry["undo"], keep: boolean, mounted = true, imported = false): Entry => {
     const before = look(path, keep)
     let inside: Map<string, Inside> | undefined
     if ((unmounted || !mounted) && before?.kind === Number(DIRECTORY)) {
       inside = new Map()
       if (!survey(path, inside, { left: MAX_INSIDE })) inside = undefined
     }
-    const above: Array<readonly [string, Before | undefined]> = []
+    const above: Array<Way> = []
     if (undo === "renamed") {
       for (let folder = dirname(path); under(base, folder) && folder !== base; folder = dirname(folder)) {
-        if (!folders.has(folder)) folders.set(folder, look(folder))
-        above.push([folder, folders.get(folder)])
+        if (!folders.has(folder)) folders.set(folder, holding(folder))
+        above.push(folders.get(folder)!)
       }
     }
-    return { path, base, undo, above, before, inside, mounted, folds }
+    return { path, base, undo, above, before, inside, mounted, imported }
   }
   const own = keys.flatMap((key) => Protected.LOCATION_ENTRIES.map((name) => join(key, name)))
   const under = (root: string, path: string) => path === root || path.startsWith(root + sep)
@@ -861,6 +864,7 @@ export const begin = (
   }
   if (found.some(clashes)) {
     for (const { way } of ways) for (const folder of way) if (folder.fd !== undefined) closeSync(folder.fd)
+    for (const folder of folders.values()) if (folder.fd !== undefined) closeSync(folder.fd)
     for (const git of gits) if (git.fd !== undefined) closeSync(git.fd)
     leave()
     const nothing: Undone = { paths: [], keptIn: undefined }
@@ -888,7 +892,18 @@ export const begin = (
   let removed: Undone | undefined
   const keptIn = keeping === undefined ? undefined : join(keeping, `${new Date().toISOString()}-${crypto.randomUUID().slice(0, 8)}`)
   /** Where what the command left at `path` (of the entry whose base is `base`) is kept. */
-  const keptAt = (base: string, path: string) => (keptIn === undefined ? undefined : join(keptIn, relative(base, path)))
+  const keptAt = (base: string, path: string) => {
+    if (keptIn === undefined) return undefined
+    const target = join(keptIn, relative(base, path))
+    // Never through what was set aside before it: a link the command had put where a folder stood, set aside under
+    // the folder's name, would lead what is kept below that name out of core's data directory (onto what the link
+    // names). It is kept in a folder of its own instead.
+    for (let folder = dirname(target); folder.length > keptIn.length; folder = dirname(folder)) {
+      const stats = lstat(folder)
+      if (stats !== undefined && !stats.isDirectory()) return join(keptIn, crypto.randomUUID().slice(0, 8), relative(base, path))
+    }
+    return target
+  }
   const finish = (kept: boolean): Undone => {
     if (removed !== undefined) return removed
     const undone: Array<string> = []
@@ -924,6 +939,13 @@ export const begin = (
       }
       if (git.fd !== undefined) closeSync(git.fd)
     }
+    // A folder above a file a tool imports that the command renamed away (`mv lib lib-old`, a `lib` of its own made
+    // in its place) is put back, and what stood in its place set aside: left where the command moved it, the
+    // person's code is no longer where the tools import it from, and what the command planted beside it would be
+    // loaded once the person moved the folder back. One that cannot be put back has its entries checked below as they
+    // are. (A repository the command moved stays where it was moved: only what git runs of it is undone.)
+    for (const entry of entries) if (entry.imported && entry.undo === "renamed") undone.push(...putBack(entry.above, aside).moved)
+    for (const folder of folders.values()) if (folder.fd !== undefined) closeSync(folder.fd)
     for (const entry of entries) {
       const before = entry.before
       const mounted = kept && entry.mounted && !moved.has(entry.base)
@@ -934,7 +956,7 @@ export const begin = (
       if (!entry.mounted && realOf(dirname(entry.path)) !== dirname(entry.path)) continue
       if (mounted && entry.undo === "fixed" && before !== undefined && before.link === undefined && !before.linked) continue
       // Mounted, code elsewhere that existed changes only by a folder above it renamed (a person's change stays).
-      if (mounted && entry.undo === "renamed" && before !== undefined && !before.linked && entry.above.every(([folder, was]) => unchanged(was, look(folder)))) continue
+      if (mounted && entry.undo === "renamed" && before !== undefined && !before.linked && entry.above.every((folder) => unchanged(folder.before, look(folder.path)))) continue
       const now = look(entry.path, before?.content !== undefined)
       if (before?.content !== undefined) {
         // Only where no mount kept it read-only can it differ.
@@ -1025,7 +1047,7 @@ const spellingFolders = (entries: ReadonlyArray<Entry>): ReadonlyMap<string, str
 }
 
 /** Whether another spelling of the entry's name is taken out when the command made one (`respelled`). */
-const spelledAlike = (entry: Entry): boolean => entry.folds && entry.before === undefined && entry.undo !== "never"
+const spelledAlike = (entry: Entry): boolean => entry.imported && entry.before === undefined && entry.undo !== "never"
 
 /**
  * What the command made under another spelling of a missing file a tool imports (`lib/FMT.ts`, `lib/Fmt.ts` for

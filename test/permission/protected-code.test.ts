@@ -45,15 +45,6 @@ const attack = async (box: Sandbox, command: string, extra: ReadonlyArray<string
   expect(existsSync(join(box.location, "pwned"))).toBe(false)
 }
 
-/** Like `attack`, where what the command did leaves the tool unable to load: it fails, and runs nothing planted. */
-const broken = async (box: Sandbox, command: string) => {
-  await exec(box, "bash", { command })
-  const after = await exec(box, "shout", { text: "hi" })
-  expect(after.code).toBe(2)
-  expect(after.stderr).toContain("did not load")
-  expect(existsSync(join(box.location, "pwned"))).toBe(false)
-}
-
 /** A shell-quoted string. */
 const quoted = (text: string) => `'${text.replaceAll("'", `'\\''`)}'`
 
@@ -84,16 +75,33 @@ describe("core exec: code a tool file imports is core's configuration", () => {
   }, 120_000)
 
   test("renaming the folder that holds an import away and planting another in its place is undone", async () => {
-    // The tool then fails to load (its import was moved away by the command), rather than running what was planted.
+    // The folder is put back where the tool imports it from, and the planted one set aside: the tool runs as it did.
     const box = sandbox(FILES)
     const plant = (dir: string, file: string, text: string) =>
       script(`const fs = require("fs"); fs.renameSync("${dir}", "${dir}-old"); fs.mkdirSync("${dir}/leftpad", { recursive: true }); fs.writeFileSync("${file}", ${JSON.stringify(text)}); fs.writeFileSync("${dir}/leftpad/package.json", ${JSON.stringify(PAD_JSON)})`)
     // node_modules, protected whole where a tool imports a package, is not renamed at all: the tool runs as it did.
     await attack(box, plant("node_modules", "node_modules/leftpad/index.js", evil(box, "cjs")))
     expect(readFileSync(join(box.location, "node_modules/leftpad/index.js"), "utf8")).toBe(PAD)
-    const other = sandbox(FILES)
-    await broken(other, plant("lib", "lib/fmt.ts", evil(other, "esm")))
-    expect(existsSync(join(other.location, "lib/fmt.ts"))).toBe(false)
+    await attack(box, plant("lib", "lib/fmt.ts", evil(box, "esm")))
+    expect(readFileSync(join(box.location, "lib/fmt.ts"), "utf8")).toBe(FMT)
+    expect(existsSync(join(box.location, "lib-old"))).toBe(false)
+  }, 120_000)
+
+  test("a file planted beside an import, its folder then renamed away and made again: all of it undone", async () => {
+    // lib/fmt.tsx is what Bun would load for "../lib/fmt" once a person moved the renamed folder back by hand.
+    const box = sandbox(FILES)
+    const command = script(
+      `const fs = require("fs"); fs.writeFileSync("lib/fmt.tsx", ${JSON.stringify(evil(box, "esm"))}); ` +
+        `fs.renameSync("lib", "lib-old"); fs.mkdirSync("lib"); fs.copyFileSync("lib-old/fmt.ts", "lib/fmt.ts")`,
+    )
+    const result = settlementOf(await exec(box, "bash", { command }))
+    expect(JSON.stringify(result.content)).toContain(`Undone: ${join(box.location, "lib")}`)
+    expect(readFileSync(join(box.location, "lib/fmt.ts"), "utf8")).toBe(FMT)
+    expect(existsSync(join(box.location, "lib/fmt.tsx"))).toBe(false)
+    expect(existsSync(join(box.location, "lib-old"))).toBe(false)
+    const after = await exec(box, "shout", { text: "hi" })
+    expect(settlementOf(after)).toMatchObject({ status: "success", structured: "  [hi]" })
+    expect(existsSync(join(box.location, "pwned"))).toBe(false)
   }, 120_000)
 
   test("a package planted in a nearer node_modules, which the resolver would find first, is removed", async () => {
