@@ -555,6 +555,17 @@ export const of = (
       const kind = kindOf(candidate)
       // Nearer places, missing now, are protected too: one planted there would be found first.
       reach(candidate, by, kind)
+      // A file of the package's name (`node_modules/leftpad.js`) is loaded for it as a relative import's file is:
+      // each such name is protected, and one that is there followed to its imports.
+      let file = false
+      for (const each of EXTENSIONS) {
+        const path = candidate + each
+        const found = kindOf(path)
+        reach(path, by, found)
+        if (found !== undefined && found !== "directory" && !file) file = loads(path, found, by, 0)
+      }
+      // With a folder beside it as well, both are followed (which one the resolver takes is its own affair).
+      if (kind === undefined && file) return
       if (kind === undefined) continue
       const real = follow(candidate, kind, by)
       if (!seen.has(real)) {

@@ -53,6 +53,26 @@ describe("Closure: the code tool and plugin files import", () => {
     expect(reached).not.toContain(join(root, "tools/a.ts"))
   })
 
+  // Bun and Node load `node_modules/leftpad.js` for a bare "leftpad" before a folder of that name: a model's write of
+  // that file, beside a package not installed, ran its code inside core at the next tool load.
+  test("a file of a package's name in each node_modules it is looked up in, missing or there, followed to its imports", () => {
+    const root = files(tempDir("core-closure-"), {
+      "tools/a.ts": 'import pad from "leftpad"\nimport other from "other"\nimport "@scope/x"\n',
+      "node_modules/other.cjs": 'require("./helper.js")\n',
+      "node_modules/helper.js": "module.exports = 1\n",
+    })
+    const reached = reachedFrom(root)
+    for (const extension of [".js", ".ts", ".tsx", ".mjs", ".cjs", ".json"]) {
+      expect(reached).toContain(join(root, `node_modules/leftpad${extension}`))
+      expect(reached).toContain(join(root, `tools/node_modules/leftpad${extension}`))
+      expect(reached).toContain(join(root, `node_modules/@scope/x${extension}`))
+    }
+    expect(reached).toContain(join(root, "node_modules/other.cjs"))
+    expect(reached).toContain(join(root, "node_modules/helper.js"))
+    // The nearest node_modules holding one decides: nothing further up is looked at for it.
+    expect(reached).not.toContain(join(dirname(root), "node_modules/other.cjs"))
+  })
+
   // debug loads supports-color, which its package.json names only under peerDependenciesMeta: a model that wrote
   // node_modules/supports-color/index.js ran its code inside core at the tool's next load.
   test("a package's every node_modules is protected whole: a package it loads without naming it, and one planted there", () => {

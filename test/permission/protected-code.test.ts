@@ -104,6 +104,22 @@ describe("core exec: code a tool file imports is core's configuration", () => {
     expect(existsSync(join(box.location, "pwned"))).toBe(false)
   }, 120_000)
 
+  test("a file of a missing package's name beside node_modules' folders asks a person, by the write tool or a command", async () => {
+    // `import { pad } from "leftpad"` loads node_modules/leftpad.js where no node_modules/leftpad is there.
+    const { "node_modules/leftpad/package.json": _json, "node_modules/leftpad/index.js": _index, ...missing } = FILES
+    const box = sandbox(missing)
+    const planted = evil(box, "cjs")
+    for (const filePath of ["node_modules/leftpad.js", "node_modules/leftpad.ts", "tools/node_modules/leftpad.cjs"]) {
+      const settlement = settlementOf(await exec(box, "write", { filePath, content: planted }, ["--yes"]))
+      expect(settlement.status).toBe("error")
+      expect(settlement.error?.message).toContain("A person must make that change")
+    }
+    await exec(box, "bash", { command: script(`require("fs").writeFileSync("node_modules/leftpad.js", ${JSON.stringify(planted)})`) })
+    expect(existsSync(join(box.location, "node_modules/leftpad.js"))).toBe(false)
+    await exec(box, "read", { filePath: "core.json" })
+    expect(existsSync(join(box.location, "pwned"))).toBe(false)
+  }, 120_000)
+
   test("a package planted in a nearer node_modules, which the resolver would find first, is removed", async () => {
     const box = sandbox({ ...FILES, "lib/fmt.ts": `import { pad } from "leftpad"\nexport const fmt = (text: string) => \`[\${text}]\` + pad("").trim()\n` })
     const plant = `const fs = require("fs"); fs.mkdirSync("lib/node_modules/leftpad", { recursive: true }); fs.writeFileSync("lib/node_modules/leftpad/package.json", ${JSON.stringify(PAD_JSON)}); fs.writeFileSync("lib/node_modules/leftpad/index.js", ${JSON.stringify(evil(box, "cjs"))})`
