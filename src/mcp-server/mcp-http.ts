@@ -337,7 +337,8 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
           const refused = invalidAnswer(open.session, request.body, id)
           if (refused !== undefined) return refused
         }
-        if (request.request.method === "DELETE") yield* end(id)
+        // A DELETE the transport refused (a protocol version it does not support) ends nothing.
+        if (request.request.method === "DELETE" && answer.ok) yield* end(id)
         return answer
       })
 

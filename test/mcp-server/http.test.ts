@@ -139,6 +139,34 @@ describe("/mcp", () => {
     expect(runs(box, "wait")).toBe(1)
   })
 
+  // A DELETE refused for its protocol version was answered 400, and ended the session and cancelled its calls anyway.
+  test("a DELETE refused (a protocol version not supported) ends nothing: the call runs on, the session too", async () => {
+    const { web, mcp, box } = await served({ "tools/wait.ts": WAIT })
+    const { client, transport } = await connect(web.handler)
+    const id = transport.sessionId!
+    let started!: () => void
+    const running = new Promise<void>((resolve) => {
+      started = resolve
+    })
+    const pending = client.callTool({ name: "wait", arguments: {} }, CallToolResultSchema, { onprogress: () => started() })
+    await running
+    const refused = await web.handler(
+      new Request(`http://${HOST}/mcp`, {
+        method: "DELETE",
+        headers: { host: HOST, authorization: `Bearer ${TOKEN}`, "mcp-session-id": id, "mcp-protocol-version": "1999-01-01" },
+      }),
+    )
+    expect(refused.status).toBe(400)
+    expect(mcp.size()).toBe(1)
+    // Still running, not cancelled: it has not answered.
+    expect(await Promise.race([pending.then(() => "answered", () => "answered"), Bun.sleep(300).then(() => "running")])).toBe("running")
+    expect((await client.listTools()).tools.some((tool) => tool.name === "wait")).toBe(true)
+    pending.catch(() => undefined)
+    await transport.terminateSession()
+    expect(mcp.size()).toBe(0)
+    expect(runs(box, "wait")).toBe(1)
+  })
+
   // Answered 202 with no body, the POST left an SDK client waiting on the call's id until its own timeout.
   test("a call running as its session ends is answered, under its id, that the session ended; a streamed one too", async () => {
     const { web, box } = await served({ "tools/wait.ts": WAIT })
