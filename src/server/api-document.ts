@@ -118,6 +118,17 @@ const RESPONSE_HEADERS: Partial<Record<Api.Name, Record<string, Record<string, u
   },
 }
 
+/** The document's `servers`: `server` (its own URL, when it serves the document), or where core serve listens. */
+export const serversOf = (server?: string): ReadonlyArray<unknown> => [
+  server === undefined
+    ? {
+        url: "http://127.0.0.1:{port}",
+        description: "core serve, at the URL its ready line prints",
+        variables: { port: { default: "8080", description: "The port core serve listens on (--port)" } },
+      }
+    : { url: server, description: "This server" },
+]
+
 export interface DocumentOptions {
   /** The server's own URL, when the document is served by it. */
   readonly server?: string
@@ -167,15 +178,7 @@ export const openapi = (options: DocumentOptions = {}): Record<string, unknown> 
   foldCopies(document.components.schemas as Record<string, unknown>, document)
   forGenerators(document.paths)
   forGenerators(document.components.schemas)
-  document.servers = [
-    options.server === undefined
-      ? {
-          url: "http://127.0.0.1:{port}",
-          description: "core serve, at the URL its ready line prints",
-          variables: { port: { default: "8080", description: "The port core serve listens on (--port)" } },
-        }
-      : { url: options.server, description: "This server" },
-  ]
+  document.servers = serversOf(options.server)
   for (const tag of document.tags ?? []) tag.description ??= "The sidecar's routes"
   document.components = {
     ...document.components,

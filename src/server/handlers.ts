@@ -154,17 +154,18 @@ export const turnAnswer = (served: Served.Interface, request: typeof Api.TurnReq
 
 /** The handlers of every route, over the sidecar's services. */
 export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Record<Api.Name, Handler>> => {
-  let openapi: string | undefined
+  let openapi: Record<string, unknown> | undefined
 
   return {
     health: () => Effect.succeed(Respond.json(200, { ok: true, version } satisfies typeof Api.Health.Type)),
 
-    // The Host header was checked to be the server's own address, so it names this server.
+    // The Host header was checked to be the server's own address, so it names this server: each request's own (the
+    // document is made once, its `servers` not kept from the first request that read it).
     openapi: (route) =>
       Effect.sync(() => {
         const host = Respond.header(route.request, "host")
-        openapi ??= JSON.stringify(ApiDocument.openapi(host === undefined ? {} : { server: `http://${host}` }))
-        return Respond.text(200, openapi)
+        openapi ??= ApiDocument.openapi({})
+        return Respond.text(200, JSON.stringify(host === undefined ? openapi : { ...openapi, servers: ApiDocument.serversOf(`http://${host}`) }))
       }),
 
     createTurn: (route) =>

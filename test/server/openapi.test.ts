@@ -41,6 +41,18 @@ describe("the OpenAPI document for generators", () => {
     expect(ApiDocument.openapi().servers).toEqual([expect.objectContaining({ url: "http://127.0.0.1:{port}" })])
   })
 
+  // The document was made once, with the Host of the first request that read it: every later reader got that one.
+  test("each request's own Host names the server, whichever came first", async () => {
+    const sidecar = await inProcess()
+    const read = async (host: string) =>
+      (await (
+        await sidecar.handler(new Request(`http://${host}/v1/openapi.json`, { headers: { host, authorization: `Bearer ${TOKEN}` } }))
+      ).json()) as { servers: ReadonlyArray<unknown> }
+    const local = HOST.replace("127.0.0.1", "localhost")
+    expect((await read(local)).servers).toEqual([{ url: `http://${local}`, description: "This server" }])
+    expect((await read(HOST)).servers).toEqual([{ url: `http://${HOST}`, description: "This server" }])
+  })
+
   test("the JSON and event-stream forms of a call are separate operations; each event stream is typed by its data", async () => {
     const sidecar = await inProcess()
     const { paths } = (await sidecar.json("GET", "/v1/openapi.json")).body
