@@ -392,7 +392,8 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
               headers: { ...headers, "content-range": `bytes ${range.start}-${range.end}/${output.bytes}` },
             })
           case "Unsatisfiable":
-            return Respond.error(416, "bad_request", `The range "${requested}" cannot be satisfied: ${range.reason}`, {
+            // The header quoted where it is short (it may be kilobytes long): the reason says what it asks either way.
+            return Respond.error(416, "bad_request", `The range ${requested!.length <= 100 ? `"${requested}" ` : ""}cannot be satisfied: ${range.reason}`, {
               "content-range": `bytes */${output.bytes}`,
             })
         }

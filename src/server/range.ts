@@ -23,18 +23,26 @@ export const resolve = (header: string | undefined, size: number, ifRange?: stri
   if (match === null) return { _tag: "Whole" }
   const [, first = "", last = ""] = match
   if (first === "" && last === "") return { _tag: "Whole" }
+  // Compared as the whole numbers they are: past 2^53 a Number is another number (or Infinity).
+  const bytes = BigInt(size)
   if (first === "") {
-    const suffix = Number(last)
-    if (suffix === 0) return unsatisfiable("it asks for the last 0 bytes (an empty suffix); ask for at least one")
+    const suffix = BigInt(last)
+    if (suffix === 0n) return unsatisfiable("it asks for the last 0 bytes (an empty suffix); ask for at least one")
     if (size === 0) return unsatisfiable("the output is empty")
-    return { _tag: "Partial", start: Math.max(0, size - suffix), end: size - 1 }
+    return { _tag: "Partial", start: suffix >= bytes ? 0 : Number(bytes - suffix), end: size - 1 }
   }
-  const start = Number(first)
-  const end = last === "" ? size - 1 : Number(last)
+  const start = BigInt(first)
+  const end = last === "" ? bytes - 1n : BigInt(last)
   if (last !== "" && end < start) return { _tag: "Whole" }
   if (size === 0) return unsatisfiable("the output is empty")
-  if (start >= size) return unsatisfiable(`it starts at byte ${start}, past the end of the ${size} bytes`)
-  return { _tag: "Partial", start, end: Math.min(end, size - 1) }
+  if (start >= bytes) return unsatisfiable(`it starts at byte ${shown(start)}, past the end of the ${size} bytes`)
+  return { _tag: "Partial", start: Number(start), end: Number(end < bytes - 1n ? end : bytes - 1n) }
+}
+
+/** A byte number as a message shows it: whole up to 20 digits, past that by how many it has. */
+const shown = (value: bigint): string => {
+  const digits = value.toString()
+  return digits.length <= 20 ? digits : `${digits.slice(0, 6)}… (a number of ${digits.length} digits)`
 }
 
 const unsatisfiable = (reason: string): Resolution => ({ _tag: "Unsatisfiable", reason })

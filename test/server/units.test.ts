@@ -29,6 +29,13 @@ describe("Range.resolve", () => {
     expect(empty).toContain("empty suffix")
     expect(empty).not.toContain("past the end")
     expect(reason("bytes=-5", 0)).toContain("empty")
+    // Numbers past 2^53 as they were written: not rounded, never Infinity, a long one said by its length.
+    expect(reason("bytes=9007199254740993-", 100)).toContain("starts at byte 9007199254740993, past the end")
+    const long = reason(`bytes=${"9".repeat(400)}-`, 100)
+    expect(long).toContain("a number of 400 digits")
+    expect(long).not.toContain("Infinity")
+    expect(Range.resolve(`bytes=-${"9".repeat(400)}`, 100)).toEqual({ _tag: "Partial", start: 0, end: 99 })
+    expect(Range.resolve(`bytes=10-${"9".repeat(400)}`, 100)).toEqual({ _tag: "Partial", start: 10, end: 99 })
   })
 
   // core sends no validator an If-Range could match: a range asked for on one is ignored, as RFC 9110 says.
