@@ -406,8 +406,13 @@ interface Needs {
   readonly edits: ReadonlySet<string>
   /** Core's own configuration (Protected): targets of changes after a `cd`, whose place the text cannot tell. */
   readonly unsure: ReadonlySet<string>
-  /** Whether a command may change a path known only when it runs (then its opaque check is protected too). */
+  /**
+   * Whether the line may change a path known only when it runs, as a whole (a script it writes; without the OS
+   * keeping core's configuration, anything it cannot read): then every opaque check is protected too.
+   */
   readonly unknownChange: boolean
+  /** The commands (their checks' resources) that may change a path known only when they run: theirs is protected. */
+  readonly unknownChanges: ReadonlySet<string>
   /** The commands the line runs, checked by their text. */
   readonly plain: ReadonlyArray<CommandChecks.Check>
   /** What cannot be known from the text: asked every time. */
@@ -468,7 +473,9 @@ const needsOf = Effect.fnUntraced(function* (
   // What cannot be known from the text (a line the grammar cannot read whole, `printf x 1<>core.json`; a command
   // named by an expansion, `$c y core.json`; git given a command to run, `git -c core.fsmonitor=… status`) may change
   // any path: without the OS keeping core's configuration, that is a change known only when it runs.
-  let unknownChange = CommandChecks.scriptWrites(parsed) || (!guarded && found.some((check) => check.opaque !== undefined))
+  const unknownChange = CommandChecks.scriptWrites(parsed) || (!guarded && found.some((check) => check.opaque !== undefined))
+  // Each command of the line that may (`echo x > $TMPDIR/f` beside a `cat $TMPDIR/g`, which only reads).
+  const unknownChanges = new Set<string>()
   const moves = parsed.commands.some((command) => CommandChecks.directoryChange(command.words) !== undefined)
   // The commands changing a path through a process's own view of /proc, with why: asked as ones changing a path
   // not known.
@@ -487,7 +494,7 @@ const needsOf = Effect.fnUntraced(function* (
     const changes = path.writes || path.access === "write" || path.access === "both" || !path.readsOnly
     if (path.unknown !== undefined) {
       if (path.writes) edits.add(path.word.text)
-      unknownChange ||= changes
+      if (changes) unknownChanges.add(path.owner)
       continue
     }
     if (changes && moves && !Protected.anchored(path.word.value)) unsure.add(path.word.text)
@@ -528,7 +535,7 @@ const needsOf = Effect.fnUntraced(function* (
   for (const word of CommandChecks.mentioned(parsed)) {
     if (!word.writes && word.readsOnly) continue
     if (word.unknown !== undefined) {
-      unknownChange ||= word.writes
+      if (word.writes) unknownChanges.add(word.owner)
       continue
     }
     const absolute = CommandChecks.locate(word.word, workdir.real)
@@ -557,7 +564,8 @@ const needsOf = Effect.fnUntraced(function* (
     secrets,
     edits,
     unsure,
-    unknownChange: unknownChange || viewed.size > 0,
+    unknownChange,
+    unknownChanges: new Set([...unknownChanges, ...viewed.keys()]),
     plain: checks.filter((check) => check.opaque === undefined && !viewed.has(check.resource) && !rewrites.has(check.resource)),
     opaque: [
       ...[...rewrites].map(([resource, why]): CommandChecks.Check => ({ resource, save: undefined, opaque: why, protected: WorkTree.WHAT })),
@@ -595,16 +603,15 @@ const commandChecks = Effect.fnUntraced(function* (services: Builtin.Services, a
   if (planted.length > 0) {
     checks.push({ action: NAME, resources: planted.map((check) => check.resource), save: [], ask: true, protected: planted[0]!.protected! })
   }
+  // What cannot be known is asked each time; of a person where it may change a path known only when it runs.
   const unknown = opaque.filter((check) => check.protected === undefined)
-  if (unknown.length > 0) {
-    checks.push({
-      action: NAME,
-      resources: unknown.map((check) => check.resource),
-      save: [],
-      ask: true,
-      ...(needs.unknownChange ? { protected: Protected.UNKNOWN_TARGET } : {}),
-    })
+  const changing = (check: CommandChecks.Check) => needs.unknownChange || needs.unknownChanges.has(check.resource)
+  const unsure = unknown.filter(changing)
+  if (unsure.length > 0) {
+    checks.push({ action: NAME, resources: unsure.map((check) => check.resource), save: [], ask: true, protected: Protected.UNKNOWN_TARGET })
   }
+  const reading = unknown.filter((check) => !changing(check))
+  if (reading.length > 0) checks.push({ action: NAME, resources: reading.map((check) => check.resource), save: [], ask: true })
   const deniedOpaque = decisions.some(
     (decision) => decision.effect === "deny" && opaque.some((check) => check.resource === decision.resource),
   )

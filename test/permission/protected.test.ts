@@ -6,6 +6,7 @@ import { Approvals } from "../../src/store/approvals"
 import { SqliteStore } from "../../src/store/sqlite-store"
 import { ManagedOutputs } from "../../src/output/managed-outputs"
 import { WorkTree } from "../../src/shell/work-tree"
+import { Protected } from "../../src/permission/protected"
 import { FileLock } from "../../src/builtin/file-lock"
 import { SidecarPorts } from "../../src/permission/sidecar-ports"
 import { git } from "../support/git"
@@ -1106,6 +1107,23 @@ describe("protected configuration: what stays ordinary", () => {
     await on.approve("bash", ["*"])
     const asked = await on.settle("bash", { command }, "no-terminal")
     expect(asked.asks.map((ask) => [ask.action, ask.resources, ask.protected])).toEqual([["bash", [made], undefined]])
+  })
+
+  // Every opaque command of such a line was asked as a protected change, those that only read among them.
+  test("of a line's commands known only when they run, only those that may change a path are a protected ask", async () => {
+    const w = world()
+    const command = "echo hi > $TMPDIR/f; cat $TMPDIR/g; wc -l $HOME/x"
+    const refused = await w.settle("bash", { command }, "yes")
+    expect(refused.asks.map((ask) => [ask.resources, ask.protected])).toEqual([[["echo hi > $TMPDIR/f"], Protected.UNKNOWN_TARGET]])
+    expect(refused.settlement.status).toBe("error")
+    expect(messageOf(refused.settlement)).toContain("A person must make that change")
+    expect(messageOf(refused.settlement)).not.toContain("cat $TMPDIR/g")
+    // Those that only read are asked as ever, each time: --yes approves them.
+    const reading = await w.settle("bash", { command: "cat $TMPDIR/g; wc -l $HOME/x" }, "yes")
+    expect(reading.asks.map((ask) => [ask.resources, ask.protected])).toEqual([[["cat $TMPDIR/g", "wc -l $HOME/x"], undefined]])
+    // An awk program writing files it names itself may change any path: then every one of them is.
+    const script = await w.settle("bash", { command: "awk '{ print > $2 }' /dev/null; cat $HOME/y" }, "no-terminal")
+    expect(script.asks.find((ask) => ask.resources.includes("cat $HOME/y"))?.protected).toBe(Protected.UNKNOWN_TARGET)
   })
 
   test("with the OS sandbox on, git is not asked: core's configuration is read-only to it", async () => {
