@@ -191,7 +191,8 @@ const SANDBOXED_NAMED = 3
 
 const sandboxedLine = (paths: ReadonlyArray<string>): string =>
   `${paths.slice(0, SANDBOXED_NAMED).join(", ")}${paths.length > SANDBOXED_NAMED ? " and more" : ""}: kept out by ` +
-  `core's sandbox; the user can grant ${paths.length === 1 ? "it" : "them"} in core.json (shell.allowRead or shell.allowWrite).`
+  `core's sandbox; the user can grant ${paths.length === 1 ? "it" : "them"} in core.json (shell.allowRead or shell.allowWrite; ` +
+  "a socket to connect to, shell.sockets)."
 
 const killedLine = (killed: NonNullable<Output["killed"]>): string =>
   `Killed ${killed.length} process${killed.length === 1 ? "" : "es"} still running: ${Shell.named(killed)}`

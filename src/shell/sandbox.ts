@@ -365,7 +365,8 @@ const BARE_AFTER = /[\s=:([]/
 
 /**
  * The absolute (or `~/`) paths a line names, left to right: quoted (from an opening quote up to the next quote or line
- * end, which must be a closing quote), or bare (starting a word, up to a space, colon, quote, comma or bracket).
+ * end, which must be a closing quote), or bare (starting a word, up to a space, colon, quote, comma or bracket;
+ * never after a URL's `://`).
  * These are the matches of `(['"`‘])((?:\/|~\/)[^'"`’\n]*)['"’]|(?<![^\s=:([])((?:\/|~\/)[^\s:'",()[\]]+)` in
  * turn, read in one pass: a command prints the line, and that pattern read to the line's end from every `‘` (a
  * quote that does not end a quoted path), minutes for a line of a megabyte.
@@ -387,7 +388,9 @@ const absoluteNamed = (line: string): Array<string> => {
       }
       unclosed = end
     }
-    const rest = index === 0 || BARE_AFTER.test(line[index - 1]!) ? prefixed(index) : undefined
+    // Not what follows a URL's scheme (`https://host/a/b`, `http://%2Fvar%2Frun%2Fdocker.sock/v1`): no path.
+    const url = line[index - 1] === ":" && line[index] === "/" && line[index + 1] === "/"
+    const rest = !url && (index === 0 || BARE_AFTER.test(line[index - 1]!)) ? prefixed(index) : undefined
     if (rest !== undefined) {
       let end = rest
       while (end < line.length && !BARE_ENDS.test(line[end]!)) end++

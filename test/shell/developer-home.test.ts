@@ -132,7 +132,7 @@ describe("the sandbox on a developer's home", () => {
     expect(output.stdout).toContain("finished")
     expect(leaked(box, [...all(run), ...filesUnder(box.location)])).toEqual([])
     // The result says which it was: the sandbox's, and how a user grants one.
-    expect(text).toContain("kept out by core's sandbox; the user can grant them in core.json (shell.allowRead or shell.allowWrite).")
+    expect(text).toContain("kept out by core's sandbox; the user can grant them in core.json (shell.allowRead or shell.allowWrite; a socket to connect to, shell.sockets).")
     expect(output.sandboxed!.length).toBeGreaterThan(0)
   })
 

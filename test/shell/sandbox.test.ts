@@ -416,6 +416,16 @@ describe("the shell sandbox", () => {
       )
       expect(refused).toEqual([`${home}/.ssh/id_ed25519`, `${home}/.aws/credentials`, "/srv/data/x.json", "../../outside/notes.txt"])
       expect(prepared.refused("all good\n", location)).toEqual([])
+      // A URL's rest is no path (it was named as `//example.com/a/b`); a socket's path beside it is.
+      expect(
+        prepared.refused(
+          [
+            "error: open https://example.com/a/b: permission denied",
+            'Get "http://%2Fvar%2Frun%2Fdocker.sock/v1.50/containers/json": dial unix /srv/run/docker.sock: connect: permission denied',
+          ].join("\n"),
+          location,
+        ),
+      ).toEqual(["/srv/run/docker.sock"])
       expect(prepared.env.GOCACHE!.startsWith(home)).toBe(false)
     } finally {
       prepared.cleanup()
