@@ -460,7 +460,12 @@ const spawnSupervisor = (
  * Hands `order` to the supervisor `entry` and follows its reports: a supervisor that says nothing about the start
  * within `startTimeoutMs` is killed; `onRunEnded` runs when the run has ended (to ready the next spare).
  */
-const runIn = (entry: Spare, order: Order, startTimeoutMs: number, onRunEnded: () => void): Run => {
+const runIn = (
+  entry: Spare,
+  order: Order,
+  startTimeoutMs: number,
+  onRunEnded: (report: Extract<Supervisor.Report, { kind: "ended" }>) => void,
+): Run => {
   const child = entry.process
   child.ref()
   const marker = entry.marker
@@ -475,7 +480,7 @@ const runIn = (entry: Spare, order: Order, startTimeoutMs: number, onRunEnded: (
     if (report.kind === "ended") {
       if (stopping) last = report
       else onEnded(report)
-      onRunEnded()
+      onRunEnded(report)
     } else if (report.kind !== "ready") onStarted(report)
   }
   let stuck = false
@@ -680,7 +685,12 @@ export const pool = (
   const launch: Pool["launch"] = (order) => {
     const entry = take(order)
     if (order.grants !== undefined) expected = order.grants
-    return runIn(entry, order, startTimeoutMs, () => replenish(entry.sandboxed))
+    return runIn(entry, order, startTimeoutMs, (report) => {
+      // Nothing of the run is left (its supervisor exits now): its record goes at once, not once that exit is seen,
+      // which a `core exec` ending with the call never waits for (the next core took the record for a dead one's).
+      if (records !== undefined && report.survivors.length === 0) forget(records, entry.marker)
+      replenish(entry.sandboxed)
+    })
   }
   /** Readies a spare of every kind commands were launched in (before any, of the kind a sandboxed one needs). */
   const warm = () => {

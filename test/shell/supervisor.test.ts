@@ -228,6 +228,17 @@ describe("the records of runs", () => {
     expect(readdirSync(directory)).toEqual([])
   })
 
+  // `core exec` exits as soon as the call has ended, before it sees its supervisor exit: the record stayed, for the
+  // next core to take for a dead core's.
+  test("a run's record goes as its end is reported, before its supervisor's exit is seen", async () => {
+    const directory = tempDir("core-runs-")
+    const pool = Supervised.pool({ directory })
+    const run = pool.launch(order(directory))
+    expect(readdirSync(directory)).toContain(`${run.marker}.json`)
+    expect((await run.ended)?.exitCode).toBe(0)
+    expect(readdirSync(directory)).not.toContain(`${run.marker}.json`)
+  })
+
   test("a stopped run ends only once its supervisor is gone", async () => {
     const pool = Supervised.pool({ directory: tempDir("core-runs-") })
     const run = pool.launch({ ...order(tempDir("core-sup-")), argv: ["sleep", "1000"] })
