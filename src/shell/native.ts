@@ -49,6 +49,7 @@ const NUMBERS = {
     inotifyRmWatch: 255,
     ppoll: 271,
     pipe2: 293,
+    waitid: 247,
   },
   arm64: {
     capget: 90,
@@ -62,6 +63,7 @@ const NUMBERS = {
     inotifyRmWatch: 28,
     ppoll: 73,
     pipe2: 59,
+    waitid: 95,
   },
 } as const
 
@@ -412,6 +414,25 @@ export const kill = (pid: number, signal: number): number => {
 
 /** Reaps one ended child without blocking: its pid, 0 when none has ended, or -1 when there is no child. */
 export const reap = (pid = -1): number => libc()?.waitpid(pid, null, WNOHANG) ?? -1
+
+/** waitid(2): which children (all), and its options: those that exited, left waitable (WNOHANG above). */
+const P_ALL = 0
+const WEXITED = 4
+const WNOWAIT = 0x01000000
+/** The siginfo_t waitid fills, and where its si_pid is (in 32-bit words). */
+const childInfo = new Int32Array(32)
+const SI_PID = 4
+
+/**
+ * A child of this process that has ended and is not reaped yet, left so (the pid, which `reap` then takes); 0 when
+ * none has ended, -1 when there is no child or the call cannot be made.
+ */
+export const endedChild = (): number => {
+  if (numbers === undefined) return -1
+  childInfo[SI_PID] = 0
+  const result = syscall(numbers.waitid, P_ALL, 0, address(new Uint8Array(childInfo.buffer)), WEXITED | WNOHANG | WNOWAIT)
+  return result < 0 ? -1 : childInfo[SI_PID]!
+}
 
 /**
  * The `struct sock_fprog` of a seccomp filter `program` (8 bytes per instruction): its length, padding, then the

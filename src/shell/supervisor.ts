@@ -331,9 +331,34 @@ const alone = (command: Bun.Subprocess): boolean => {
   return reaped === -1
 }
 
+/** The children Bun started here (the command, starters, the warm-up's), which Bun reaps itself: never `orphans`'. */
+const spawned = new Set<number>()
+
 /** Starts a command in its own session and group, with no terminal, its output the supervisor's own. */
-const spawn = (argv: ReadonlyArray<string>, cwd: string, env: Readonly<Record<string, string>>, stdin: "inherit" | "ignore" | Buffer) =>
-  Bun.spawn([...argv], { cwd, env: { ...env }, stdin, stdout: "inherit", stderr: "inherit", detached: true })
+const spawn = (argv: ReadonlyArray<string>, cwd: string, env: Readonly<Record<string, string>>, stdin: "inherit" | "ignore" | Buffer) => {
+  const child = Bun.spawn([...argv], { cwd, env: { ...env }, stdin, stdout: "inherit", stderr: "inherit", detached: true })
+  spawned.add(child.pid)
+  return child
+}
+
+/** How often the orphans the supervisor adopted are reaped while its command runs. */
+const REAP_MS = 250
+/** Reaped at most per turn of the event loop. */
+const REAP_BATCH = 4096
+
+/**
+ * Reaps the processes of the command that ended after their parent did (the supervisor, a subreaper or the first
+ * process of its PID namespace, adopted them): left, each would hold its pid until the command's end, in the
+ * namespace and on the machine (a command that leaves many, such as a server's short-lived helpers, takes pids from
+ * every program). Stops at a child Bun started, which Bun reaps.
+ */
+const orphans = (): void => {
+  for (let reaped = 0; reaped < REAP_BATCH; reaped++) {
+    const pid = Native.endedChild()
+    if (pid <= 0 || spawned.has(pid)) return
+    Native.reap(pid)
+  }
+}
 
 type Ending = Extract<Report, { kind: "ended" }>
 
@@ -492,6 +517,7 @@ const startStarter = (flags: Starter.Flags, stdin: "inherit" | "ignore"): Starti
       },
     },
   )
+  spawned.add(process_.pid)
   return { process: process_, ready, outcome, closed: () => closed }
 }
 
@@ -637,6 +663,7 @@ export const main = async (
     // The command's output pipes are the command's alone now: they close as soon as its last process is gone,
     // without waiting for the supervisor to exit.
     Native.releaseOutput()
+    setInterval(orphans, REAP_MS).unref()
     void send({ kind: "started", pid: command.pid, readOnly, pidNamespace: inNamespace })
     void command.exited.then(() => finish(graceMs))
   }

@@ -738,3 +738,12 @@ describe("bash: processes that left the command's group", () => {
     expect(textOf(outcome.settlement)).toContain(`sh (${pid})`)
   })
 })
+
+describe("bash: processes that end after their parent", () => {
+  // Orphans that ended were left zombies, each holding a pid of the machine, until the command ended.
+  test("are reaped while the command runs", async () => {
+    const command = `for i in $(seq 1 50); do (sleep 0.1 &); done; sleep 1; grep -l '^State:.*Z' /proc/[0-9]*/status | wc -l`
+    const outcome = await harness().settle("bash", { command }, { reply: { reply: "once" } })
+    expect(structured(outcome).stdout).toBe("0\n")
+  })
+})
