@@ -26,6 +26,7 @@ import type { Served } from "../host/served"
 import type { Sidecar } from "../host/sidecar"
 import { Agent } from "../permission/agent"
 import { McpEvents } from "./mcp-events"
+import { McpStdio } from "./mcp-stdio"
 import { Mcp } from "./mcp"
 
 /**
@@ -336,6 +337,12 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
         if (post && answer.status === 400) {
           const refused = invalidAnswer(open.session, request.body, id)
           if (refused !== undefined) return refused
+          // JSON (the route read it) that is no JSON-RPC message, which the transport calls a parse error: an invalid
+          // request, as over stdio.
+          const said = yield* Effect.promise(() => answer.clone().json().catch(() => undefined))
+          if ((said as { error?: { code?: unknown } } | undefined)?.error?.code === ErrorCode.ParseError) {
+            return rpcError(400, ErrorCode.InvalidRequest, McpStdio.NOT_JSON_RPC, Array.isArray(request.body) ? null : McpStdio.idOf(request.body))
+          }
         }
         // A DELETE the transport refused (a protocol version it does not support) ends nothing.
         if (request.request.method === "DELETE" && answer.ok) yield* end(id)

@@ -11,6 +11,9 @@ import { ErrorCode, JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcont
 
 /** A line longer than this is not read: it is answered with an error (carrying its id when it can be read). */
 export const MAX_LINE_BYTES = 8 * 1024 * 1024
+
+/** What answers JSON that is no JSON-RPC 2.0 message (over stdio, and over HTTP at /mcp). */
+export const NOT_JSON_RPC = "Invalid request: not a JSON-RPC 2.0 request or notification."
 /** How much of an over-long line is kept to find its id (clients put `id` before `params`). */
 const ID_SCAN_BYTES = 64 * 1024
 
@@ -65,7 +68,8 @@ export const scanId = (text: string): Id | undefined => {
 }
 
 /** The id of a parsed message that is not valid JSON-RPC, when it has one JSON-RPC allows. */
-const idOf = (value: unknown): Id | null => {
+/** The id of a message that is no valid JSON-RPC one, where it has one of the kinds an id is: its answer's id. */
+export const idOf = (value: unknown): Id | null => {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return null
   const id = (value as { id?: unknown }).id
   return typeof id === "string" || (typeof id === "number" && Number.isFinite(id)) ? id : null
@@ -213,7 +217,7 @@ export class Transport implements McpTransport {
     }
     // A malformed response answers nothing of ours: JSON-RPC never answers a response.
     if (isResponse(parsed)) return this.onerror?.(new Error("a malformed JSON-RPC response was skipped"))
-    this.answer(idOf(parsed), ErrorCode.InvalidRequest, "Invalid request: not a JSON-RPC 2.0 request or notification.")
+    this.answer(idOf(parsed), ErrorCode.InvalidRequest, NOT_JSON_RPC)
   }
 
   private answer(id: Id | null, code: number, message: string): void {

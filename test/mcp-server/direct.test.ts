@@ -151,10 +151,10 @@ describe("a plain tools/call", () => {
     expect(batch.status).toBe(400)
     expect(await batch.json()).toMatchObject({ error: { code: -32600, message: expect.stringContaining("progressToken") } })
     expect(runs(box, "greet")).toBe(0)
-    // A body that is not JSON-RPC at all is still the transport's parse error.
+    // A body that is not JSON-RPC at all is an invalid request, as over stdio.
     const junk = await rpc(web.handler, session, { hello: "there" })
     expect(junk.status).toBe(400)
-    expect(await junk.json()).toMatchObject({ error: { code: -32700 } })
+    expect(await junk.json()).toMatchObject({ error: { code: -32600 } })
     expect(JSON.stringify((await client.callTool({ name: "greet", arguments: { who: "Cy" } })).content)).toContain("Cy")
   })
 

@@ -155,6 +155,26 @@ describe("/mcp against a token holder's hostile requests", () => {
     expect(runs(box, "echo")).toBeLessThanOrEqual(2)
   })
 
+  // The transport answered such JSON -32700 (a parse error), where stdio answers -32600, as JSON-RPC says.
+  test("JSON that is no JSON-RPC message is an invalid request (-32600), under its id where it has one, as over stdio", async () => {
+    const { web } = await served()
+    const { transport } = await connect(web.handler)
+    const headers = { ...AUTH, "mcp-session-id": transport.sessionId!, "mcp-protocol-version": "2025-06-18" }
+    for (const [body, id] of [
+      [{ jsonrpc: "1.0", id: 5, method: "tools/list" }, 5],
+      [{ id: null, method: "tools/list" }, null],
+      [5, null],
+      [[1, 2], null],
+    ] as const) {
+      const answer = await send(web.handler, "POST", headers, body)
+      expect([body, answer.status]).toEqual([body, 400])
+      expect([body, await answer.json()]).toEqual([body, { jsonrpc: "2.0", error: { code: -32600, message: expect.stringContaining("not a JSON-RPC 2.0") }, id }])
+    }
+    // Text that is no JSON stays a parse error.
+    const garbage = await send(web.handler, "POST", headers, "{not json")
+    expect(((await garbage.json()) as { error: { code: number } }).error.code).toBe(-32700)
+  })
+
   test("a body over the cap is refused with 413 whether declared or chunked", async () => {
     const { web, mcp } = await served()
     const big = "x".repeat(11 * 1024 * 1024)
