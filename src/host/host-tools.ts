@@ -191,7 +191,11 @@ export const make = (options: { readonly publish: (call: Call) => Effect.Effect<
           message: `${name}: the host did not answer within ${secondsOf(timeoutMs)}, so nothing came back. Go on without it, or call it again if it is still needed.`,
         })
       }).pipe(Effect.onInterrupt(() => Effect.sync(() => finish(id, waited, "cancelled"))))
-      if (outcome._tag === "error") return yield* new Tool.Failure({ message: `${name}: ${outcome.message}` })
+      if (outcome._tag === "error") {
+        // A host that gave no reason (an empty message) is said so, not shown as a name and a colon.
+        const reason = outcome.message.trim() === "" ? "it failed, and its host gave no reason" : outcome.message
+        return yield* new Tool.Failure({ message: `${name}: ${reason}` })
+      }
       return outcome.value
     })
 

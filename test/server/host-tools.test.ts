@@ -145,6 +145,10 @@ describe("a delegated call", () => {
     const second = await delegated(sidecar, turnID, "lookup", { email: "b@example.com" }, "call_error")
     await sidecar.json("POST", `/v1/host-calls/${second.hostCall.id}/result`, { body: { error: { message: "The CRM is down." } } })
     expect((await second.settled).body).toMatchObject({ status: "error", error: { kind: "failure", message: "lookup: The CRM is down." } })
+    // An empty reason is said to be none, not shown as `lookup: `.
+    const third = await delegated(sidecar, turnID, "lookup", { email: "c@example.com" }, "call_empty")
+    await sidecar.json("POST", `/v1/host-calls/${third.hostCall.id}/result`, { body: { error: { message: " " } } })
+    expect((await third.settled).body).toMatchObject({ error: { message: "lookup: it failed, and its host gave no reason" } })
   })
 
   test("an input its schema refuses never reaches the host", async () => {
