@@ -135,6 +135,13 @@ export const authorizeChange = (
     if (ending !== undefined) {
       return yield* new Tool.Failure({ message: `Cannot ${input.tool} ${input.path}: ${Text.namesDirectory(ending)}` })
     }
+    // The Location or the folder above it, named as such: a directory, not (as its check would say) a change of all
+    // that it holds, core's configuration among it, for a person to make.
+    if (/^\.{1,2}$/.test(input.path)) {
+      return yield* new Tool.Failure({
+        message: `Cannot ${input.tool} ${input.path}: it names a directory. Give the path of a file, such as ${input.path}/name.txt.`,
+      })
+    }
     const { resolved, checks } = yield* changePlan(services, { path: input.path, reads: input.reads, sessionID: context.sessionID })
     yield* authorize(services, context, checks, { tool: input.tool })
     return { resolved, shown: display(services.directory, resolved.real), asked: askedOf(checks) }

@@ -107,6 +107,20 @@ describe("write errors change nothing", () => {
     expect(readFileSync(join(h.directory, "a.txt"), "utf8")).toBe("plain")
   })
 
+  // "." was refused as a change of all the Location holds, core.json among it, for a person to make.
+  test('"." and ".." name a directory: refused as such, asking no one, by write and edit', async () => {
+    const h = harness({ files: { "core.json": "{}\n" } })
+    for (const [tool, input] of [
+      ["write", { filePath: ".", content: "x" }],
+      ["write", { filePath: "..", content: "x" }],
+      ["edit", { filePath: ".", oldString: "a", newString: "b" }],
+    ] as const) {
+      const { settlement, asks } = await h.settle(tool, input)
+      expect(asks).toEqual([])
+      expect(settlement.error?.message).toBe(`Cannot ${tool} ${input.filePath}: it names a directory. Give the path of a file, such as ${input.filePath}/name.txt.`)
+    }
+  })
+
   test("a path through a file used as a directory", async () => {
     const h = harness({ files: { "a.txt": "plain" } })
     const { settlement } = await h.settle("write", { filePath: "a.txt/b.txt", content: "x" })
