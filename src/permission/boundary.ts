@@ -138,6 +138,11 @@ const walk = (absolute: string): Result.Result<Walked, Stop> => {
       try {
         target = readlinkSync(next)
       } catch (cause) {
+        // No longer a link (a folder swapped in after the look, EINVAL): looked at again, as it is now.
+        if (codeOf(cause) === "EINVAL" || codeOf(cause) === "ENOENT") {
+          pending.unshift(segment)
+          continue
+        }
         return Result.fail({ reason: "io", detail: detailOf(cause) })
       }
       pending.unshift(...segmentsOf(target))
