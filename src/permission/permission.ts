@@ -477,29 +477,22 @@ const linkedStoreOf = (home: string, real: string, granted: ReadonlyArray<string
   const now = performance.now()
   if (linked === undefined || linked.home !== home || now - linked.at > LINKED_MS) {
     const stores: Array<readonly [string, string]> = []
-    // Where a path really is: its own real path, or (missing) its folder's and its name, a dangling link followed.
+    // Where a path really is, missing or not: its folder's real path and its name, or where the link it is leads
+    // (from that folder, as the kernel follows it), each folder looked at once.
     const found = new Map<string, string>()
     const really = (path: string, hops = 0): string => {
       const known = found.get(path)
       if (known !== undefined) return known
-      let at: string
+      const folder = dirname(path)
+      if (folder === path) return path
+      const real = really(folder, hops)
+      let link: string | undefined
       try {
-        at = realpathSync(path)
+        link = lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink() === true ? readlinkSync(path) : undefined
       } catch {
-        let link: string | undefined
-        try {
-          link = lstatSync(path).isSymbolicLink() ? readlinkSync(path) : undefined
-        } catch {
-          link = undefined
-        }
-        const folder = dirname(path)
-        at =
-          link !== undefined && hops < MAX_HOPS
-            ? really(resolve(folder, link), hops + 1)
-            : folder === path
-              ? path
-              : join(really(folder, hops), basename(path))
+        link = undefined
       }
+      const at = link !== undefined && hops < MAX_HOPS ? really(resolve(real, link), hops + 1) : join(real, basename(path))
       found.set(path, at)
       return at
     }
