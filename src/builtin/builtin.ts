@@ -135,14 +135,14 @@ export const authorizeChange = (
     if (ending !== undefined) {
       return yield* new Tool.Failure({ message: `Cannot ${input.tool} ${input.path}: ${Text.namesDirectory(ending)}` })
     }
-    // The Location or the folder above it, named as such: a directory, not (as its check would say) a change of all
-    // that it holds, core's configuration among it, for a person to make.
-    if (/^\.{1,2}$/.test(input.path)) {
-      return yield* new Tool.Failure({
-        message: `Cannot ${input.tool} ${input.path}: it names a directory. Give the path of a file, such as ${input.path}/name.txt.`,
-      })
-    }
+    // A directory (the Location, the folder above it, one in it), named as such: not (as its check would say) a change
+    // of all that it holds, core's configuration among it, for a person to make. Out of the Location, a directory is
+    // said so only once the path is allowed (./write, ./edit): whether one is there is not the model's to learn.
+    const directory = (shown: string) =>
+      new Tool.Failure({ message: `Cannot ${input.tool} ${input.path}: it is a directory. Give the path of a file, such as ${shown}.` })
+    if (/^\.{1,2}$/.test(input.path)) return yield* directory("name.txt")
     const { resolved, checks } = yield* changePlan(services, { path: input.path, reads: input.reads, sessionID: context.sessionID })
+    if (resolved.inside && resolved.kind === "directory") return yield* directory(`${display(services.directory, resolved.real)}/name.txt`)
     yield* authorize(services, context, checks, { tool: input.tool })
     return { resolved, shown: display(services.directory, resolved.real), asked: askedOf(checks) }
   })

@@ -251,7 +251,7 @@ describe("edit errors", () => {
   test("a directory is refused", async () => {
     const h = harness({ files: { "dir/a.txt": "a" } })
     const { settlement } = await h.settle("edit", { filePath: "dir", oldString: "a", newString: "b" })
-    expect(settlement.error?.message).toBe("Cannot edit dir: it is a directory. Give the path of a text file.")
+    expect(settlement.error?.message).toBe("Cannot edit dir: it is a directory. Give the path of a file, such as dir/name.txt.")
   })
 
   test("a path ending with / names a directory and is refused, even when it leads to a file", async () => {

@@ -108,16 +108,18 @@ describe("write errors change nothing", () => {
   })
 
   // "." was refused as a change of all the Location holds, core.json among it, for a person to make.
-  test('"." and ".." name a directory: refused as such, asking no one, by write and edit', async () => {
-    const h = harness({ files: { "core.json": "{}\n" } })
-    for (const [tool, input] of [
-      ["write", { filePath: ".", content: "x" }],
-      ["write", { filePath: "..", content: "x" }],
-      ["edit", { filePath: ".", oldString: "a", newString: "b" }],
+  test('".", ".." and a directory of the Location however named: refused as such, asking no one, by write and edit', async () => {
+    const h = harness({ files: { "core.json": "{}\n", "tools/x.ts": "export {}\n" } })
+    for (const [tool, input, example] of [
+      ["write", { filePath: ".", content: "x" }, "name.txt"],
+      ["write", { filePath: "..", content: "x" }, "name.txt"],
+      ["edit", { filePath: ".", oldString: "a", newString: "b" }, "name.txt"],
+      ["write", { filePath: h.directory, content: "x" }, "./name.txt"],
+      ["write", { filePath: "tools", content: "x" }, "tools/name.txt"],
     ] as const) {
       const { settlement, asks } = await h.settle(tool, input)
       expect(asks).toEqual([])
-      expect(settlement.error?.message).toBe(`Cannot ${tool} ${input.filePath}: it names a directory. Give the path of a file, such as ${input.filePath}/name.txt.`)
+      expect(settlement.error?.message).toBe(`Cannot ${tool} ${input.filePath}: it is a directory. Give the path of a file, such as ${example}.`)
     }
   })
 
