@@ -153,6 +153,9 @@ const sessionEnded = (id: string | number): JSONRPCMessage => ({
   },
 })
 
+/** What the SDK's transport answers JSON that is no JSON-RPC message with (as a parse error, -32700). */
+const NOT_JSON_RPC_MESSAGE = "Parse error: Invalid JSON-RPC message"
+
 /** Whether answering the POSTed `body` may send the session's client anything before the results. */
 const streams = (session: Mcp.Session, body: unknown): boolean =>
   Array.isArray(body) ? body.some(session.mayStream) : session.mayStream(body)
@@ -338,9 +341,10 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
           const refused = invalidAnswer(open.session, request.body, id)
           if (refused !== undefined) return refused
           // JSON (the route read it) that is no JSON-RPC message, which the transport calls a parse error: an invalid
-          // request, as over stdio.
+          // request, as over stdio. (Its other parse errors, a failure while it handled a valid message, stand.)
           const said = yield* Effect.promise(() => answer.clone().json().catch(() => undefined))
-          if ((said as { error?: { code?: unknown } } | undefined)?.error?.code === ErrorCode.ParseError) {
+          const error = (said as { error?: { code?: unknown; message?: unknown } } | undefined)?.error
+          if (error?.code === ErrorCode.ParseError && error.message === NOT_JSON_RPC_MESSAGE) {
             return rpcError(400, ErrorCode.InvalidRequest, McpStdio.NOT_JSON_RPC, Array.isArray(request.body) ? null : McpStdio.idOf(request.body))
           }
         }

@@ -18,6 +18,7 @@ import {
   type BigIntStats,
   type Stats,
   closeSync,
+  fstatSync,
   constants,
   cpSync,
   lstatSync,
@@ -525,7 +526,7 @@ const realOf = (path: string): string => {
   }
 }
 
-const lstat = (path: string) => {
+const lstat = (path: string | Buffer) => {
   try {
     return lstatSync(path, { throwIfNoEntry: false })
   } catch {
@@ -533,7 +534,7 @@ const lstat = (path: string) => {
   }
 }
 
-const look = (path: string, keep = false): Before | undefined => {
+const look = (path: string | Buffer, keep = false): Before | undefined => {
   const stats = lstat(path)
   if (stats === undefined) return undefined
   let link: string | undefined
@@ -582,11 +583,15 @@ const wayTo = (key: string): Array<Way> => {
   return way
 }
 
-/** Where the directory held open as `fd` is now, or undefined where it is gone (removed, or out of reach). */
-const whereNow = (fd: number): string | undefined => {
+/**
+ * Where the directory held open as `fd` is now, or undefined where it is gone (removed, or out of reach). As bytes:
+ * a command may rename it to a name that is no UTF-8, or that ends as the kernel marks a removed one (" (deleted)"),
+ * which a removed directory is told from by having no links left.
+ */
+const whereNow = (fd: number): Buffer | undefined => {
   try {
-    const path = readlinkSync(`/proc/self/fd/${fd}`)
-    return path.startsWith(sep) && !path.endsWith(" (deleted)") ? path : undefined
+    const path = readlinkSync(`/proc/self/fd/${fd}`, { encoding: "buffer" })
+    return path[0] === 0x2f && fstatSync(fd).nlink > 0 ? path : undefined
   } catch {
     return undefined
   }
@@ -615,7 +620,7 @@ const putBack = (
     const folder = [...way].reverse().find((each) => each.before !== undefined && !unchanged(each.before, look(each.path)))
     if (folder === undefined) return { intact: true, moved }
     const now = folder.fd === undefined ? undefined : whereNow(folder.fd)
-    const found = now !== undefined && now !== folder.path && unchanged(folder.before, look(now))
+    const found = now !== undefined && !now.equals(Buffer.from(folder.path)) && unchanged(folder.before, look(now))
     const standing = lstat(folder.path) !== undefined
     if (!found || (standing && mountPoint(folder.path))) return { intact: false, moved }
     // Its folder must be where it was, not a link the command put on the way: putting back through one would move
@@ -895,12 +900,14 @@ export const begin = (
   const keptAt = (base: string, path: string) => {
     if (keptIn === undefined) return undefined
     const target = join(keptIn, relative(base, path))
-    // Never through what was set aside before it: a link the command had put where a folder stood, set aside under
-    // the folder's name, would lead what is kept below that name out of core's data directory (onto what the link
-    // names). It is kept in a folder of its own instead.
+    const own = () => join(keptIn, crypto.randomUUID().slice(0, 8), relative(base, path))
+    // Never onto what was set aside before it under the same name (two folders `lib` put back), nor through it: a
+    // link the command had put where a folder stood, set aside under the folder's name, would lead what is kept
+    // below that name out of core's data directory (onto what the link names). It is kept in a folder of its own.
+    if (lstat(target) !== undefined) return own()
     for (let folder = dirname(target); folder.length > keptIn.length; folder = dirname(folder)) {
       const stats = lstat(folder)
-      if (stats !== undefined && !stats.isDirectory()) return join(keptIn, crypto.randomUUID().slice(0, 8), relative(base, path))
+      if (stats !== undefined && !stats.isDirectory()) return own()
     }
     return target
   }
@@ -944,7 +951,10 @@ export const begin = (
     // person's code is no longer where the tools import it from, and what the command planted beside it would be
     // loaded once the person moved the folder back. One that cannot be put back has its entries checked below as they
     // are. (A repository the command moved stays where it was moved: only what git runs of it is undone.)
-    for (const entry of entries) if (entry.imported && entry.undo === "renamed") undone.push(...putBack(entry.above, aside).moved)
+    // Not into a Location that could not be put back itself: what stands at its path is not the person's.
+    for (const entry of entries) {
+      if (entry.imported && entry.undo === "renamed" && !moved.has(entry.base)) undone.push(...putBack(entry.above, aside).moved)
+    }
     for (const folder of folders.values()) if (folder.fd !== undefined) closeSync(folder.fd)
     for (const entry of entries) {
       const before = entry.before

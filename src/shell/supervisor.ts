@@ -334,10 +334,16 @@ const alone = (command: Bun.Subprocess): boolean => {
 /** The children Bun started here (the command, starters, the warm-up's), which Bun reaps itself: never `orphans`'. */
 const spawned = new Set<number>()
 
+/** Notes a child Bun started, until Bun has reaped it (its pid may then be another process's). */
+const ours = (child: { readonly pid: number; readonly exited: Promise<unknown> }) => {
+  spawned.add(child.pid)
+  void child.exited.then(() => spawned.delete(child.pid))
+}
+
 /** Starts a command in its own session and group, with no terminal, its output the supervisor's own. */
 const spawn = (argv: ReadonlyArray<string>, cwd: string, env: Readonly<Record<string, string>>, stdin: "inherit" | "ignore" | Buffer) => {
   const child = Bun.spawn([...argv], { cwd, env: { ...env }, stdin, stdout: "inherit", stderr: "inherit", detached: true })
-  spawned.add(child.pid)
+  ours(child)
   return child
 }
 
@@ -517,7 +523,7 @@ const startStarter = (flags: Starter.Flags, stdin: "inherit" | "ignore"): Starti
       },
     },
   )
-  spawned.add(process_.pid)
+  ours(process_)
   return { process: process_, ready, outcome, closed: () => closed }
 }
 

@@ -5,7 +5,7 @@
 // node_modules, and written with the write tool: the next exec of the tool must not run the planted code.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { exec, IMPORTS, type Sandbox, sandbox, settlementOf } from "../cli/fixture"
 
@@ -118,6 +118,41 @@ describe("core exec: code a tool file imports is core's configuration", () => {
     expect(existsSync(join(box.location, "node_modules/leftpad.js"))).toBe(false)
     await exec(box, "read", { filePath: "core.json" })
     expect(existsSync(join(box.location, "pwned"))).toBe(false)
+  }, 120_000)
+
+  // The folder's handle was read as text, and a name ending " (deleted)" (as the kernel marks a removed folder) or
+  // one that is no UTF-8 made core take it for gone: nothing was put back.
+  test("a folder renamed away to a name that looks removed, or is no UTF-8, is put back all the same", async () => {
+    for (const away of ['"lib (deleted)"', 'Buffer.from([0x6c, 0x69, 0x62, 0xff])']) {
+      const box = sandbox(FILES)
+      const command = script(
+        `const fs = require("fs"); fs.renameSync("lib", ${away}); fs.mkdirSync("lib"); ` +
+          `fs.writeFileSync("lib/fmt.ts", ${JSON.stringify(evil(box, "esm"))})`,
+      )
+      // The line is read by the grammar (its brackets): asked, and approved here.
+      await attack(box, command, ["--yes"])
+      expect([away, readFileSync(join(box.location, "lib/fmt.ts"), "utf8")]).toEqual([away, FMT])
+      expect(readdirSync(box.location).sort()).toEqual([".attack.js", "core.json", "lib", "node_modules", "tools"])
+    }
+  }, 120_000)
+
+  // Two folders of one name put back: what stood in each place is kept apart, not merged into one.
+  test("two folders of one name renamed away and made again are both put back, each replaced one kept", async () => {
+    const box = sandbox({
+      ...FILES,
+      "tools/more.ts": `${IMPORTS}import { x } from "../src/lib/x"\nexport default Tool.make({ description: "x", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed(x) })\n`,
+      "src/lib/x.ts": 'export const x = "x"\n',
+    })
+    const command = script(
+      `const fs = require("fs"); for (const dir of ["lib", "src/lib"]) { fs.renameSync(dir, dir + "-old"); fs.mkdirSync(dir); fs.writeFileSync(dir + "/mine.txt", dir) }`,
+    )
+    const result = settlementOf(await exec(box, "bash", { command }, ["--yes"]))
+    expect(readFileSync(join(box.location, "lib/fmt.ts"), "utf8")).toBe(FMT)
+    expect(readFileSync(join(box.location, "src/lib/x.ts"), "utf8")).toBe('export const x = "x"\n')
+    const kept = JSON.stringify(result.content).match(/kept in ([^ ]+) for the person/)?.[1]
+    expect(kept).toBeDefined()
+    const mine = (Bun.spawnSync(["find", kept!, "-name", "mine.txt"]).stdout.toString().trim().split("\n")).map((path) => readFileSync(path, "utf8")).sort()
+    expect(mine).toEqual(["lib", "src/lib"])
   }, 120_000)
 
   test("a package planted in a nearer node_modules, which the resolver would find first, is removed", async () => {
