@@ -388,9 +388,12 @@ const absoluteNamed = (line: string): Array<string> => {
       }
       unclosed = end
     }
-    // Not what follows a URL's scheme (`https://host/a/b`, `http://%2Fvar%2Frun%2Fdocker.sock/v1`): no path.
+    // Not what follows a URL's scheme (`https://host/a/b`, `http://%2Fvar%2Frun%2Fdocker.sock/v1`): no path; but a
+    // `file:///etc/x` names the path after its second slash.
     const url = line[index - 1] === ":" && line[index] === "/" && line[index + 1] === "/"
-    const rest = !url && (index === 0 || BARE_AFTER.test(line[index - 1]!)) ? prefixed(index) : undefined
+    const file = url && line[index + 2] === "/" && /file:$/i.test(line.slice(Math.max(0, index - 5), index))
+    if (file) index += 2
+    const rest = file || (!url && (index === 0 || BARE_AFTER.test(line[index - 1]!))) ? prefixed(index) : undefined
     if (rest !== undefined) {
       let end = rest
       while (end < line.length && !BARE_ENDS.test(line[end]!)) end++

@@ -422,10 +422,11 @@ describe("the shell sandbox", () => {
           [
             "error: open https://example.com/a/b: permission denied",
             'Get "http://%2Fvar%2Frun%2Fdocker.sock/v1.50/containers/json": dial unix /srv/run/docker.sock: connect: permission denied',
+            "cannot open file:///srv/files/a.txt: permission denied",
           ].join("\n"),
           location,
         ),
-      ).toEqual(["/srv/run/docker.sock"])
+      ).toEqual(["/srv/run/docker.sock", "/srv/files/a.txt"])
       expect(prepared.env.GOCACHE!.startsWith(home)).toBe(false)
     } finally {
       prepared.cleanup()
