@@ -6,9 +6,10 @@ export * as Guard from "./guard"
 // supervisor (./namespace). One that does not exist cannot be covered that way, so what the command created at
 // its place is removed once the command and everything it started have ended, and the result says so; so is one
 // that a command replaced by renaming a folder above it (only the Location's own entries are mount points no
-// command can move), whose content is put back where it was kept. The Location itself, or a folder above it, renamed
-// away (its parent is a place a command may write: the temp directory, a repository granted by shell.allowWrite)
-// and replaced with one the command made, is moved back, and what stood in its place set aside. Where the
+// command can move): the folder is put back where it holds a file a tool imports, otherwise the content is put back
+// where it was kept. The Location itself, or a folder above it, renamed away (its parent is a place a command may
+// write: the temp directory, a repository granted by shell.allowWrite) and replaced with one the command made, is
+// moved back, and what stood in its place set aside. Where the
 // system gives no mount namespace, what the command changed inside the existing directories (a file written,
 // replaced or added) is taken out the same way, and core.json is put back. Meanwhile the Location counts as busy:
 // a long-lived core defers hot reload of its tool files and core.json until no command of that Location runs
@@ -18,9 +19,9 @@ import {
   type BigIntStats,
   type Stats,
   closeSync,
-  fstatSync,
   constants,
   cpSync,
+  fstatSync,
   lstatSync,
   mkdirSync,
   openSync,
