@@ -421,6 +421,7 @@ const WEXITED = 4
 const WNOWAIT = 0x01000000
 /** The siginfo_t waitid fills, and where its si_pid is (in 32-bit words). */
 const childInfo = new Int32Array(32)
+const childInfoBytes = new Uint8Array(childInfo.buffer)
 const SI_PID = 4
 
 /**
@@ -430,7 +431,7 @@ const SI_PID = 4
 export const endedChild = (): number => {
   if (numbers === undefined) return -1
   childInfo[SI_PID] = 0
-  const result = syscall(numbers.waitid, P_ALL, 0, address(new Uint8Array(childInfo.buffer)), WEXITED | WNOHANG | WNOWAIT)
+  const result = syscall(numbers.waitid, P_ALL, 0, address(childInfoBytes), WEXITED | WNOHANG | WNOWAIT)
   return result < 0 ? -1 : childInfo[SI_PID]!
 }
 
