@@ -15,9 +15,9 @@ import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { Approvals } from "../store/approvals"
-import { lstatSync, readlinkSync, realpathSync } from "node:fs"
+import { realpathSync } from "node:fs"
 import { homedir } from "node:os"
-import { basename, dirname, join, relative, resolve } from "node:path"
+import { join, relative } from "node:path"
 import { Agent } from "./agent"
 import { Boundary } from "./boundary"
 import { Credentials } from "./credentials"
@@ -464,9 +464,6 @@ const checksOf = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolv
 const LINKED_MS = 2_000
 let linked: { readonly home: string; readonly at: number; readonly stores: ReadonlyArray<readonly [store: string, target: string]> } | undefined
 
-/** Links followed at most from one dangling link to the next, where a store's path leads. */
-const MAX_HOPS = 8
-
 /**
  * The credential store under `home` that `real` is, where a store or a folder above it is a link (a dotfiles
  * repository's `bashrc`, read by that name in a Location at `~/dotfiles`; `~/.config` linked to `~/dotfiles/config`,
@@ -477,28 +474,10 @@ const linkedStoreOf = (home: string, real: string, granted: ReadonlyArray<string
   const now = performance.now()
   if (linked === undefined || linked.home !== home || now - linked.at > LINKED_MS) {
     const stores: Array<readonly [string, string]> = []
-    // Where a path really is, missing or not: its folder's real path and its name, or where the link it is leads
-    // (from that folder, as the kernel follows it), each folder looked at once.
-    const found = new Map<string, string>()
-    const really = (path: string, hops = 0): string => {
-      const known = found.get(path)
-      if (known !== undefined) return known
-      const folder = dirname(path)
-      if (folder === path) return path
-      const real = really(folder, hops)
-      let link: string | undefined
-      try {
-        link = lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink() === true ? readlinkSync(path) : undefined
-      } catch {
-        link = undefined
-      }
-      const at = link !== undefined && hops < MAX_HOPS ? really(resolve(real, link), hops + 1) : join(real, basename(path))
-      found.set(path, at)
-      return at
-    }
     for (const store of Credentials.STORES) {
       const path = join(home, store)
-      const at = really(path)
+      // Where it really is, there or not yet made, as a path the tools are given is resolved.
+      const at = Boundary.realOf(path) ?? path
       if (at !== path) stores.push([path, at])
     }
     linked = { home, at: now, stores }
