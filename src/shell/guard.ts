@@ -952,9 +952,14 @@ export const begin = (
     // person's code is no longer where the tools import it from, and what the command planted beside it would be
     // loaded once the person moved the folder back. One that cannot be put back has its entries checked below as they
     // are. (A repository the command moved stays where it was moved: only what git runs of it is undone.)
-    // Not into a Location that could not be put back itself: what stands at its path is not the person's.
+    // Not into a Location that could not be put back itself: what stands at its path is not the person's. Each way
+    // once (the files of one folder share it, from their nearest folder up).
+    const tried = new Set<string>()
     for (const entry of entries) {
-      if (entry.imported && entry.undo === "renamed" && !moved.has(entry.base)) undone.push(...putBack(entry.above, aside).moved)
+      const nearest = entry.above[0]?.path
+      if (!entry.imported || entry.undo !== "renamed" || moved.has(entry.base) || nearest === undefined || tried.has(nearest)) continue
+      tried.add(nearest)
+      undone.push(...putBack(entry.above, aside).moved)
     }
     for (const folder of folders.values()) if (folder.fd !== undefined) closeSync(folder.fd)
     for (const entry of entries) {
