@@ -114,32 +114,62 @@ export const parseStrict = (text: string): Parsed => {
   return { ok: true, value }
 }
 
-/** The path, innermost segment first, of the first NUL below `value`; containers past MAX_DEPTH are not searched. */
-const nulBelow = (value: unknown, depth: number): Array<string | number> | undefined => {
-  if (typeof value === "string") return value.includes("\u0000") ? [] : undefined
+/** A string no tool takes: one holding a NUL character, or half of a character (a lone UTF-16 surrogate). */
+export interface BadText {
+  /** Where it is: a value's path, or a key's (its last segment the key). */
+  readonly path: Path
+  readonly kind: "nul" | "half"
+  /** The string itself (a key, or a value). */
+  readonly text: string
+}
+
+/** A high surrogate no low one follows, or a low one no high one comes before. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+const badKind = (text: string): BadText["kind"] | undefined =>
+  text.includes("\u0000") ? "nul" : text.isWellFormed() ? undefined : "half"
+
+/** The first bad string at or below `value`, its path innermost segment first; containers past MAX_DEPTH are not searched. */
+const badBelow = (value: unknown, depth: number): { path: Array<string | number>; kind: BadText["kind"]; text: string } | undefined => {
+  if (typeof value === "string") {
+    const kind = badKind(value)
+    return kind === undefined ? undefined : { path: [], kind, text: value }
+  }
   if (typeof value !== "object" || value === null || depth >= MAX_DEPTH) return undefined
   if (Array.isArray(value)) {
     for (let index = 0; index < value.length; index++) {
-      const found = nulBelow(value[index], depth + 1)
-      if (found !== undefined) return [...found, index]
+      const found = badBelow(value[index], depth + 1)
+      if (found !== undefined) return (found.path.push(index), found)
     }
     return undefined
   }
   for (const key in value) {
-    if (key.includes("\u0000")) return [key]
-    const found = nulBelow((value as Record<string, unknown>)[key], depth + 1)
-    if (found !== undefined) return [...found, key]
+    const kind = badKind(key)
+    if (kind !== undefined) return { path: [key], kind, text: key }
+    const found = badBelow((value as Record<string, unknown>)[key], depth + 1)
+    if (found !== undefined) return (found.path.push(key), found)
   }
   return undefined
 }
 
 /**
- * The path of the first string (value or key) in a parsed value that holds a NUL character, in document order, or
- * undefined. No tool takes one: paths, patterns and commands cannot hold it, and the platform refuses it deep inside
- * a tool. Values are searched to MAX_DEPTH (what parseStrict accepts), never deeper.
+ * The first string (value or key) in a parsed value that no tool takes, in document order, or undefined: one holding
+ * a NUL character (paths, patterns and commands cannot hold it, and the platform refuses it deep inside a tool), or
+ * half of a character (JSON's `"\ud83d"`: no text, which a file, a store or a strict JSON reader cannot keep).
+ * Values are searched to MAX_DEPTH (what parseStrict accepts), never deeper.
  */
-export const findNul = (value: unknown): Path | undefined => nulBelow(value, 0)?.reverse()
+export const findBadText = (value: unknown): BadText | undefined => {
+  const found = badBelow(value, 0)
+  return found === undefined ? undefined : { ...found, path: found.path.reverse() }
+}
 
-/** How a NUL found at `path` is described. */
-export const describeNul = (path: Path): string =>
-  `${path.length === 0 ? "the value" : formatPath(path)} holds a NUL character (\\u0000), which no tool accepts; remove it`
+/** How a bad string found is described, and what to do about it. */
+export const describeBadText = ({ path, kind, text }: BadText): string => {
+  const where = path.length === 0 ? "the value" : formatPath(path)
+  if (kind === "nul") return `${where} holds a NUL character (\\u0000), which no tool accepts; remove it`
+  const at = text.search(LONE_SURROGATE)
+  return (
+    `${where} holds half of a character (the UTF-16 surrogate \\u${text.charCodeAt(at).toString(16)} at position ${at}, ` +
+    "without its other half), which no tool accepts; send whole characters"
+  )
+}

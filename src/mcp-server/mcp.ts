@@ -38,7 +38,7 @@ import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import { CallKey } from "../contract/call-key"
 import { Calls } from "../host/calls"
-import { NulInput } from "../host/nul-input"
+import { BadText } from "../host/bad-text"
 import type { Events } from "../host/events"
 import type { Served } from "../host/served"
 import { ManagedOutputs } from "../output/managed-outputs"
@@ -455,16 +455,16 @@ const settle = (
   })
 }
 
-/** A call whose input holds a NUL character, answered as `core exec` answers it: nothing runs or is recorded. */
-const refusedNul = (call: Settler.Call): CallToolResult | undefined => {
-  const refused = NulInput.refusal(call.name, call.toolCallID, call.input)
+/** A call whose input holds a string no tool takes, answered as `core exec` answers it: nothing runs or is recorded. */
+const refusedText = (call: Settler.Call): CallToolResult | undefined => {
+  const refused = BadText.refusal(call.name, call.toolCallID, call.input)
   return refused === undefined ? undefined : Mapping.resultOf(refused, false)
 }
 
 /** Answers a `tools/call`: the call settled against the catalog current when it arrives, as MCP words it. */
 const callTool = (state: State, serving: Host, call: Settler.Call, extra: CallExtra, progressToken: ProgressToken | undefined) => {
   const key = CallKey.of(serving.served.directory, call)
-  const refused = refusedNul(call)
+  const refused = refusedText(call)
   if (refused !== undefined) return Effect.succeed(refused)
   return Effect.gen(function* () {
     // For this call alone: a built-in's call never waits on an MCP server.
@@ -540,7 +540,7 @@ const answerUntraced = (
   cancelled: Cancel,
 ): CallToolResult | Promise<CallToolResult> => {
   const call = callOf(params, state.options, requestId)
-  const refused = refusedNul(call)
+  const refused = refusedText(call)
   if (refused !== undefined) return refused
   const key = CallKey.of(serving.served.directory, call)
   const start = (captured: Exit.Exit<Served.Turn, unknown>): CallToolResult | Promise<CallToolResult> => {

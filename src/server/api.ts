@@ -37,7 +37,7 @@ export const ErrorKind = Schema.Literals([
   description:
     "operational is core's own failure (500); every other kind is a problem with the request, answered with its own " +
     "status; conflict (409) is an answer to a delegated call that is no longer waiting, or a host tool's name the " +
-    "Location's own tools hold; invalid_input (400) is a call whose input no tool can take (a string holding a NUL character): nothing " +
+    "Location's own tools hold; invalid_input (400) is a call whose input no tool can take (a string holding a NUL character or half of a character): nothing " +
     "ran and nothing was recorded; model_compatibility (400) is a turn asked for a provider that cannot take some " +
     "tool's schema: the message names each tool, the construct and the provider",
 })

@@ -360,6 +360,37 @@ describe("a NUL character in the input", () => {
   })
 })
 
+// JSON can carry half of a character ("\ud83d"): todowrite kept it in the session's list, and every settlement that
+// showed the list after was JSON a strict reader (jq, a provider's API) refuses.
+describe("half of a character in the input", () => {
+  test("is invalid_input naming where, decided before the tool runs or anything is recorded: exit 1", async () => {
+    const box = sandbox({ "tools/echo.ts": ECHO })
+    const result = await exec(box, "echo", { text: "ok \ud83d" }, ["--call", "call_half", "--session", "ses_half"])
+    expect(result.code).toBe(1)
+    expect(settlementOf(result).error).toEqual({
+      kind: "invalid_input",
+      message:
+        "Invalid input for echo: text holds half of a character (the UTF-16 surrogate \\ud83d at position 3, without its " +
+        "other half), which no tool accepts; send whole characters and call it again.",
+    })
+    // The settlement is JSON any strict reader takes: whole characters only.
+    expect(result.stdout.isWellFormed()).toBe(true)
+    expect(runs(box, "echo")).toBe(0)
+    const fixed = await exec(box, "echo", { text: "ok \ud83d\ude00" }, ["--call", "call_half", "--session", "ses_half"])
+    expect(settlementOf(fixed).structured).toBe("ok \ud83d\ude00")
+  })
+
+  test("never reaches the session's todo list", async () => {
+    const box = sandbox()
+    const written = await exec(box, "todowrite", { todos: [{ content: "\ud83d", status: "pending" }] }, ["--session", "ses_todo"])
+    expect(written.code).toBe(1)
+    expect(settlementOf(written).error?.kind).toBe("invalid_input")
+    const read = await exec(box, "todoread", {}, ["--session", "ses_todo"])
+    expect(read.code).toBe(0)
+    expect(read.stdout).not.toContain("ud83d")
+  })
+})
+
 // An id is text: bytes that are not UTF-8 reach core as U+FFFD each, so `x\xff` and `x\xfe` were one call, and the
 // second answered the first's settlement (another command's output) and ran nothing.
 describe("an id that is not valid UTF-8", () => {

@@ -43,13 +43,28 @@ describe("Json.parseStrict on hostile text", () => {
   })
 })
 
-describe("Json.findNul", () => {
+describe("Json.findBadText", () => {
   test("finds the first string or key holding a NUL, in document order, with its path", () => {
-    expect(Json.findNul({ pattern: "a", paths: ["x", "b\u0000", "c\u0000"] })).toEqual(["paths", 1])
-    expect(Json.findNul({ a: { "k\u0000": 1 } })).toEqual(["a", "k\u0000"])
-    expect(Json.findNul("\u0000")).toEqual([])
-    expect(Json.findNul({ text: "no nul here", n: 1, ok: true, none: null })).toBeUndefined()
-    expect(Json.describeNul(["input", "paths", 1])).toContain("input.paths[1] holds a NUL character")
+    expect(Json.findBadText({ pattern: "a", paths: ["x", "b\u0000", "c\u0000"] })).toEqual({ path: ["paths", 1], kind: "nul", text: "b\u0000" })
+    expect(Json.findBadText({ a: { "k\u0000": 1 } })?.path).toEqual(["a", "k\u0000"])
+    expect(Json.findBadText("\u0000")?.path).toEqual([])
+    expect(Json.findBadText({ text: "no nul here, whole \ud83d\ude00 characters", n: 1, ok: true, none: null })).toBeUndefined()
+    expect(Json.describeBadText({ path: ["input", "paths", 1], kind: "nul", text: "\u0000" })).toContain("input.paths[1] holds a NUL character")
+  })
+
+  test("finds half of a character (a lone surrogate) in a value or a key, and says which and where", () => {
+    const lone = Json.findBadText(JSON.parse('{"todos":[{"content":"ok \\ud83d"}]}'))
+    expect(lone).toEqual({ path: ["todos", 0, "content"], kind: "half", text: "ok \ud83d" })
+    expect(Json.describeBadText(lone!)).toBe(
+      "todos[0].content holds half of a character (the UTF-16 surrogate \\ud83d at position 3, without its other half), " +
+        "which no tool accepts; send whole characters",
+    )
+    // A low surrogate alone, and one before its high half, are halves too; a key may hold one.
+    expect(Json.findBadText({ a: "\ude00" })?.kind).toBe("half")
+    expect(Json.findBadText({ a: "\ude00\ud83d" })?.kind).toBe("half")
+    expect(Json.findBadText({ ["k\ud800"]: 1 })).toEqual({ path: ["k\ud800"], kind: "half", text: "k\ud800" })
+    // A NUL comes first where a string holds both.
+    expect(Json.findBadText({ a: "\u0000\ud800" })?.kind).toBe("nul")
   })
 })
 

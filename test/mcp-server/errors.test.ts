@@ -69,5 +69,17 @@ describe("core mcp: a NUL character in a call's input", () => {
       ])
       expect(existsSync(join(box.location, file))).toBe(false)
     }
+    // Half of a character too, which no file can hold.
+    const half = await client.callTool({ name: "write", arguments: { filePath: "half.txt", content: "a\ud83d" } })
+    expect(half.isError).toBe(true)
+    expect(half.content).toEqual([
+      {
+        type: "text",
+        text:
+          "Invalid input for write: content holds half of a character (the UTF-16 surrogate \\ud83d at position 1, " +
+          "without its other half), which no tool accepts; send whole characters and call it again.",
+      },
+    ])
+    expect(existsSync(join(box.location, "half.txt"))).toBe(false)
   })
 })

@@ -448,6 +448,15 @@ describe("refusals", () => {
     const elsewhere = await sidecar.json("POST", path, { body: callBody({ name: "count", input: {}, sessionID: "s\u0000" }) })
     expectError(elsewhere, 400, "bad_request")
     expect(elsewhere.body.error.message).toContain("sessionID holds a NUL character")
+    // Half of a character, alike: in the input, invalid_input; elsewhere, the request's mistake.
+    const half = await sidecar.json("POST", path, { body: callBody({ name: "count", input: { text: "\udc00" }, toolCallID: "call_half" }) })
+    expectError(half, 400, "invalid_input")
+    expect(half.body.error.message).toContain("input.text holds half of a character (the UTF-16 surrogate \\udc00 at position 0")
+    expect((await sidecar.json("GET", "/v1/settlements/ses_test/call_half")).status).toBe(404)
+    const halfElsewhere = await sidecar.json("POST", path, { body: callBody({ name: "count", input: {}, sessionID: "s\ud800" }) })
+    expectError(halfElsewhere, 400, "bad_request")
+    expect(halfElsewhere.body.error.message).toContain("sessionID holds half of a character")
+    expect(runs(sidecar.box, "count")).toBe(0)
   })
 
   // Recorded, such a call could never be named again: its path read "." and ".." as steps
