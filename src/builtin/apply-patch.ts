@@ -5,6 +5,7 @@ export * as ApplyPatch from "./apply-patch"
 // temp files before the first one is committed; a failure while committing restores the files already changed
 // from their saved originals. So a patch applies completely or leaves every file as it was.
 
+import { statSync } from "node:fs"
 import { dirname, sep } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
@@ -130,33 +131,52 @@ const directoryNamed = (operations: ReadonlyArray<Patch.Operation>): Tool.Failur
 type Places = ReadonlyArray<{ readonly source: Place; readonly target: Place | undefined }>
 
 /**
- * Checks that each file appears in one section only, except that a file the patch deletes may be a move's target;
- * answers the files a move replaces so (deleted first, then moved onto).
+ * A file's identity: its device and inode where it exists, so that two names of one file (hard links) are one, else
+ * its real path.
+ */
+const identityOf = (place: Place): string => {
+  const stats = place.resolved.exists ? statSync(place.resolved.real, { bigint: true, throwIfNoEntry: false }) : undefined
+  return stats === undefined ? place.resolved.real : `${stats.dev}:${stats.ino}`
+}
+
+/**
+ * Checks that each file appears in one section only, under whatever name (a hard link is the file it links), except
+ * that a file the patch deletes may be a move's target; answers the real paths of the files a move replaces so
+ * (deleted first, then moved onto).
  */
 const claims = (operations: ReadonlyArray<Patch.Operation>, places: Places): Result.Result<Set<string>, Tool.Failure> => {
+  const identities = new Map<Place, string>()
+  const identity = (place: Place) => {
+    let known = identities.get(place)
+    if (known === undefined) identities.set(place, (known = identityOf(place)))
+    return known
+  }
   const deletes = new Set<string>()
   for (const [index, operation] of operations.entries()) {
-    if (operation._tag === "Delete") deletes.add(places[index]!.source.resolved.real)
+    if (operation._tag === "Delete") deletes.add(identity(places[index]!.source))
   }
-  const claimed = new Map<string, number>()
+  const claimed = new Map<string, { readonly line: number; readonly place: Place }>()
   const replacedByMove = new Set<string>()
   for (const [index, operation] of operations.entries()) {
     const { source, target } = places[index]!
     for (const touched of target === undefined || target.resolved.real === source.resolved.real ? [source] : [source, target]) {
-      const earlier = claimed.get(touched.resolved.real)
-      const movedOntoDeleted =
-        touched === target && deletes.has(target.resolved.real) && !replacedByMove.has(target.resolved.real)
-      const deletedUnderMove =
-        operation._tag === "Delete" && replacedByMove.has(touched.resolved.real) && claimed.get(touched.resolved.real) !== undefined
+      const key = identity(touched)
+      const earlier = claimed.get(key)
+      const movedOntoDeleted = touched === target && deletes.has(key) && !replacedByMove.has(target.resolved.real)
+      const deletedUnderMove = operation._tag === "Delete" && replacedByMove.has(touched.resolved.real) && earlier !== undefined
       if (movedOntoDeleted) replacedByMove.add(touched.resolved.real)
       if (earlier !== undefined && !movedOntoDeleted && !deletedUnderMove) {
+        const alias =
+          earlier.place.resolved.real === touched.resolved.real
+            ? ""
+            : ` (${touched.shown} and ${earlier.place.shown} are one file: hard links, two names of it)`
         return Result.fail(
           failure(
-            `The patch changes ${touched.shown} twice (sections at lines ${earlier} and ${operation.line}). Put all changes to a file in one section. Nothing was changed.`,
+            `The patch changes ${touched.shown} twice${alias} (sections at lines ${earlier.line} and ${operation.line}). Put all changes to a file in one section. Nothing was changed.`,
           ),
         )
       }
-      claimed.set(touched.resolved.real, operation.line)
+      claimed.set(key, { line: operation.line, place: touched })
     }
   }
   return Result.succeed(replacedByMove)

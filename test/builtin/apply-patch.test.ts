@@ -4,7 +4,7 @@
 // commit), and permissions asked for every path before anything is read.
 
 import { describe, expect, test } from "bun:test"
-import { chmodSync, existsSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, linkSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { harness, textOf } from "../support/builtin"
 import { tempDir } from "../support/temp"
@@ -253,6 +253,27 @@ describe("apply_patch errors", () => {
         patch("*** Delete File: b.txt", "*** Update File: a.txt", "*** Move to: b.txt", "*** Update File: c.txt", "*** Move to: b.txt"),
       ),
     ).toContain("The patch changes b.txt twice")
+  })
+
+  // Two names of one file (hard links) were two files to the patch: each name got half of it, in two files after.
+  test("two names of one file (hard links) are one file: changing both is refused, and nothing changes", async () => {
+    const h = harness({ files: { "f.txt": "x\ny\n" } })
+    linkSync(join(h.directory, "f.txt"), join(h.directory, "hard.txt"))
+    const { settlement } = await h.settle("apply_patch", {
+      patchText: patch("*** Update File: f.txt", "@@", "-x", "+X", "*** Update File: hard.txt", "@@", "-y", "+Y"),
+    })
+    expect(settlement.error?.message).toBe(
+      "The patch changes hard.txt twice (hard.txt and f.txt are one file: hard links, two names of it) (sections at lines 2 and 6). " +
+        "Put all changes to a file in one section. Nothing was changed.",
+    )
+    expect(readFileSync(join(h.directory, "f.txt"), "utf8")).toBe("x\ny\n")
+    expect(statSync(join(h.directory, "hard.txt")).ino).toBe(statSync(join(h.directory, "f.txt")).ino)
+    // One section through one name is applied as any write is (the new file replaces that name; the other keeps the
+    // old content, as the answer says).
+    const once = await h.settle("apply_patch", { patchText: patch("*** Update File: hard.txt", "@@", "-x", "+X", " y") })
+    expect(once.settlement.status).toBe("success")
+    expect(textOf(once.settlement)).toContain("its other hard link: that name still holds the old content")
+    expect(readFileSync(join(h.directory, "hard.txt"), "utf8")).toBe("X\ny\n")
   })
 
   test("a unified diff is refused with a reminder of the format, changing nothing", async () => {
