@@ -90,10 +90,17 @@ const charsetOf = (contentType: string): string | undefined => {
 const utf16 = (body: Uint8Array, contentType: string): boolean =>
   startsWith(body, [0xff, 0xfe]) || startsWith(body, [0xfe, 0xff]) || /^utf-?16/i.test(charsetOf(contentType) ?? "")
 
-/** The charset an HTML page declares in its first 1024 bytes (<meta charset> or http-equiv). */
+/**
+ * The charset an HTML page declares in its first 1024 bytes (<meta charset> or http-equiv), as a browser takes it: a
+ * page read by its <meta> is ASCII-compatible so far, so one declaring UTF-16 (a frequent mistake) is UTF-8, and
+ * x-user-defined is windows-1252 (the HTML standard's "prescan").
+ */
 const declaredCharset = (body: Uint8Array): string | undefined => {
   const head = new TextDecoder("latin1").decode(body.subarray(0, 1024))
-  return /<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)/i.exec(head)?.[1]
+  const declared = /<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)/i.exec(head)?.[1]
+  if (declared === undefined) return undefined
+  if (/^utf-?16/i.test(declared)) return "utf-8"
+  return declared.toLowerCase() === "x-user-defined" ? "windows-1252" : declared
 }
 
 export interface Decoded {
@@ -104,14 +111,17 @@ export interface Decoded {
   readonly unknownCharset?: string
 }
 
-/** Decodes a text body: the Content-Type's charset, else a BOM, else the page's <meta> (HTML), else UTF-8. */
+/**
+ * Decodes a text body as a browser does (the Encoding standard): a byte order mark, else the Content-Type's
+ * charset, else the page's <meta> (HTML), else UTF-8.
+ */
 export const decode = (body: Uint8Array, contentType: string, html: boolean): Decoded => {
   const bom =
     startsWith(body, [0xef, 0xbb, 0xbf]) ? "utf-8"
     : startsWith(body, [0xff, 0xfe]) ? "utf-16le"
     : startsWith(body, [0xfe, 0xff]) ? "utf-16be"
     : undefined
-  const label = charsetOf(contentType) ?? bom ?? (html ? declaredCharset(body) : undefined) ?? "utf-8"
+  const label = bom ?? charsetOf(contentType) ?? (html ? declaredCharset(body) : undefined) ?? "utf-8"
   try {
     const decoder = new TextDecoder(label as "utf-8")
     return { text: decoder.decode(body), charset: decoder.encoding }

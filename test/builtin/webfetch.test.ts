@@ -99,6 +99,19 @@ describe("webfetch: HTML pages", () => {
     expect(textOf(meta)).toEndWith("na\u00efve")
   })
 
+  // The page came back as CJK nonsense, its title lost, as a success.
+  test("a <meta> declaring UTF-16 on an ASCII-compatible page is read as UTF-8, as a browser reads it", async () => {
+    const page = await fetchPage("/meta-utf16")
+    expect(page.structured).toMatchObject({ charset: "utf-8", title: "Meta" })
+    expect(textOf(page)).toEndWith("caf\u00e9")
+  })
+
+  test("a byte order mark wins over the Content-Type's charset", async () => {
+    const page = await fetchPage("/bom-utf8")
+    expect(page.structured).toMatchObject({ charset: "utf-8" })
+    expect(textOf(page)).toEndWith("caf\u00e9")
+  })
+
   test("a gzip-compressed page is decompressed, its size counted after decompression", async () => {
     const settlement = await fetchPage("/gzip")
     expect(textOf(settlement)).toContain("# Getting started")

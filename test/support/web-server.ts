@@ -73,6 +73,18 @@ export const webServer = (options: { readonly away?: string } = {}): WebServer =
           headers: { "content-type": "text/html" },
         })
       }
+      if (path === "/meta-utf16") {
+        // UTF-8 bytes whose <meta> says UTF-16 (a frequent mistake): a browser reads them as UTF-8.
+        return new Response('<html><head><meta charset="utf-16le"><title>Meta</title></head><body><p>caf\u00e9</p></body></html>', {
+          headers: { "content-type": "text/html" },
+        })
+      }
+      if (path === "/bom-utf8") {
+        // A UTF-8 byte order mark under a Content-Type that says latin-1: the mark wins, as in a browser.
+        return new Response(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from("<html><body><p>caf\u00e9</p></body></html>")]), {
+          headers: { "content-type": "text/html; charset=iso-8859-1" },
+        })
+      }
       if (path === "/gzip") {
         return new Response(gzipSync(Buffer.from(ARTICLE)), {
           headers: { "content-type": "text/html; charset=utf-8", "content-encoding": "gzip" },
