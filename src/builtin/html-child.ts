@@ -1,8 +1,9 @@
 export * as HtmlChild from "./html-child"
 
 // The process webfetch converts HTML in (started by ./html-converter): one page at a time, each order answered with
-// what it came to, until its parent goes. The converters walk the document recursively: markup nested thousands
-// deep overflows the stack.
+// what it came to, until its parent goes. Markup nested past HtmlConvert.MAX_NESTING is refused before it is
+// parsed; the converters walk the document recursively, so deeper trees the count missed overflow the stack, which
+// is answered alike.
 
 import { Native } from "../shell/native"
 import { HtmlConvert } from "./html-convert"
@@ -11,6 +12,8 @@ import type { HtmlConverter } from "./html-converter"
 const SIGKILL = 9
 
 const outcomeOf = ({ html, url, format }: HtmlConverter.Order): HtmlConverter.Outcome => {
+  // Refused before the parser, whose time grows with the square of the depth, spends the budget on it.
+  if (HtmlConvert.tooDeep(html)) return { kind: "deep" }
   try {
     return { kind: "converted", converted: HtmlConvert.convert(html, url, format) }
   } catch (error) {

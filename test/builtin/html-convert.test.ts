@@ -62,3 +62,39 @@ describe("HtmlConvert.convert: what a reader of the page never sees", () => {
     expect(HtmlConvert.convert(PAGE, "https://example.com/a", "markdown").content).toContain("[docs](https://example.com/docs)")
   })
 })
+
+// 100,000 nested elements (1.2 MB) spent the whole 10 s budget in the parser, whose time grows with the square of
+// the depth, before failing as slow; the page is refused as nested too deeply before it is parsed.
+describe("HtmlConvert.tooDeep", () => {
+  const nested = (levels: number, open = "<div>", close = "</div>") => `<html><body>${open.repeat(levels)}x${close.repeat(levels)}</body></html>`
+
+  test("is false up to MAX_NESTING levels and true past them", () => {
+    expect(HtmlConvert.tooDeep(nested(HtmlConvert.MAX_NESTING))).toBe(false)
+    expect(HtmlConvert.tooDeep(nested(HtmlConvert.MAX_NESTING + 1))).toBe(true)
+    expect(HtmlConvert.tooDeep(nested(100_000))).toBe(true)
+    // Unclosed, as a parser nests them too.
+    expect(HtmlConvert.tooDeep("<div>".repeat(HtmlConvert.MAX_NESTING + 1))).toBe(true)
+  })
+
+  test("stray end tags, which a parser ignores, do not hide the depth", () => {
+    expect(HtmlConvert.tooDeep("<div></span>".repeat(HtmlConvert.MAX_NESTING + 1))).toBe(true)
+    expect(HtmlConvert.tooDeep(nested(HtmlConvert.MAX_NESTING + 1, "<div><b></b>", "</i></div>"))).toBe(true)
+  })
+
+  test("elements whose end is implied, void elements, comments and raw text do not count", () => {
+    const many = HtmlConvert.MAX_NESTING * 2
+    expect(HtmlConvert.tooDeep(`<ul>${"<li>item<p>para<br><img src=x>".repeat(many)}</ul>`)).toBe(false)
+    expect(HtmlConvert.tooDeep(`<table>${"<tr><td>cell".repeat(many)}</table>`)).toBe(false)
+    expect(HtmlConvert.tooDeep(`<!-- ${"<div>".repeat(many)} --><p>x</p>`)).toBe(false)
+    expect(HtmlConvert.tooDeep(`<script>${"<div>".repeat(many)}</script><textarea>${"<div>".repeat(many)}</textarea>`)).toBe(false)
+    expect(HtmlConvert.tooDeep(`<svg>${"<path/>".repeat(many)}</svg>`)).toBe(false)
+    // Closing an outer element closes what is open inside it, as a parser does.
+    expect(HtmlConvert.tooDeep(`${"<section>" + "<span>".repeat(100) + "</section>"}`.repeat(many))).toBe(false)
+  })
+
+  test("a page at the limit still converts, to markdown and to text", () => {
+    const page = nested(HtmlConvert.MAX_NESTING)
+    expect(HtmlConvert.convert(page, "https://example.test/", "markdown").content).toContain("x")
+    expect(HtmlConvert.convert(page, "https://example.test/", "text").content).toContain("x")
+  })
+})

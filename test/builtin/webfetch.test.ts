@@ -293,6 +293,11 @@ describe("webfetch: status, redirects and failures", () => {
     expect(settlement.error?.kind).toBe("failure")
     expect(settlement.error?.message).toBe(`${web.url("/deep")} is HTML nested too deeply to convert to markdown. Fetch it again with format "html" to get its markup as it is.`)
     expect((await fetchPage("/deep", { format: "html" })).status).toBe("success")
+    // Far deeper, as markdown and as text: refused as too deep, not after the budget spent in the parser.
+    for (const format of ["markdown", "text"] as const) {
+      const deeper = await fetchPage("/deeper", { format })
+      expect(deeper.error?.message).toBe(`${web.url("/deeper")} is HTML nested too deeply to convert to ${format}. Fetch it again with format "html" to get its markup as it is.`)
+    }
   })
 
   // A page is the web's: markup that takes the converter time quadratic in its size must neither stall every other

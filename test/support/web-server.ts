@@ -122,6 +122,13 @@ export const webServer = (options: { readonly away?: string } = {}): WebServer =
           headers: { "content-type": "text/html" },
         })
       }
+      if (path === "/deeper") {
+        // 100,000 nested elements, 1.2 MB: the parser alone took most of a minute (its time grows with the square
+        // of the depth).
+        return new Response(`<html><body>${"<div>".repeat(100_000)}deeper${"</div>".repeat(100_000)}</body></html>`, {
+          headers: { "content-type": "text/html" },
+        })
+      }
       if (path === "/brotli-bomb") {
         // 12.9 KB on the wire, 16 GiB of zeros once decompressed (made by a brotli stream, quality 5, window 24,
         // of 16 MiB zero chunks): what was cut at the cap must stop inflating with the call.
