@@ -61,15 +61,20 @@ interface Omitted {
   /** The first and last line not shown in full. */
   readonly from: number
   readonly to: number
+  /** Whether the head ends inside line `headLast`, and the tail starts inside line `tailFirst` (a line too long). */
+  readonly headCut: boolean
+  readonly tailCut: boolean
   readonly bytes: number
 }
 
 /** The full marker's summary of a text that was not kept: what was left out, why, and how to see it instead. */
 const notKeptSummary = (omitted: Omitted, why: string) =>
-  `[Output too large to show whole: ${omitted.totalLines} lines, ${omitted.totalBytes} bytes. Shown: ` +
-  `${shown(omitted)}; left out: ${lineRange(omitted.from, omitted.to)} (${omitted.bytes} bytes), which was not kept: ` +
+  `[Output too large to show whole: ${linesCount(omitted.totalLines)}, ${omitted.totalBytes} bytes. Shown: ` +
+  `${shown(omitted)}; left out: ${leftOut(omitted)} (${omitted.bytes} bytes), which was not kept: ` +
   `${why}. To see more of it, make a call that returns less (filter a command's output with grep, head or tail; read ` +
   `a range).]\n`
+
+const linesCount = (lines: number) => (lines === 1 ? "1 line" : `${lines} lines`)
 
 const lineRange = (from: number, to: number) => (from === to ? `line ${from}` : `lines ${from}-${to}`)
 
@@ -83,8 +88,8 @@ const MAX_READ_LINES = 2_000
 const markers = [
   (omitted: Omitted, reference: Reference) => ({
     summary: reference.notKept !== undefined ? notKeptSummary(omitted, reference.notKept) :
-      `[Output too large to show whole: ${omitted.totalLines} lines, ${omitted.totalBytes} bytes. Shown: ` +
-      `${shown(omitted)}; left out: ${lineRange(omitted.from, omitted.to)} (${omitted.bytes} bytes). ` +
+      `[Output too large to show whole: ${linesCount(omitted.totalLines)}, ${omitted.totalBytes} bytes. Shown: ` +
+      `${shown(omitted)}; left out: ${leftOut(omitted)} (${omitted.bytes} bytes). ` +
       (reference.lossy === true
         ? `The text as captured (the capture had already lost bytes; the text says where) is kept in `
         : `The whole text is kept in `) +
@@ -97,7 +102,7 @@ const markers = [
   }),
   (omitted: Omitted, reference: Reference) => ({
     summary:
-      `[Output too large: ${omitted.totalLines} lines, ${omitted.totalBytes} bytes; ` +
+      `[Output too large: ${linesCount(omitted.totalLines)}, ${omitted.totalBytes} bytes; ` +
       `${lineRange(omitted.from, omitted.to)} left out, ` +
       (reference.notKept !== undefined
         ? `not kept (no room for outputs)]\n`
@@ -111,10 +116,43 @@ const markers = [
   }),
 ] as const
 
+/** Parts of a sentence, joined as "a", "a and b", "a, b and c". */
+const listed = (parts: ReadonlyArray<string>): string =>
+  parts.length <= 1 ? (parts[0] ?? "") : `${parts.slice(0, -1).join(", ")} and ${parts[parts.length - 1]}`
+
+/** What the preview shows, a line it cut named as the part of it shown ("the start of line 3"). */
 const shown = (omitted: Omitted): string => {
-  const head = omitted.headLast === 0 ? "" : lineRange(1, omitted.headLast)
-  const tail = omitted.tailFirst > omitted.totalLines ? "" : lineRange(omitted.tailFirst, omitted.totalLines)
-  return [head, tail].filter((part) => part !== "").join(" and ") || "nothing"
+  const { headLast, tailFirst, totalLines, headCut, tailCut } = omitted
+  const parts: Array<string> = []
+  const hasTail = tailFirst <= totalLines
+  const oneLineCut = headCut && tailCut && headLast === tailFirst
+  if (headLast > 0) {
+    const whole = headCut ? headLast - 1 : headLast
+    if (whole > 0) parts.push(lineRange(1, whole))
+    if (headCut && !oneLineCut) parts.push(`the start of line ${headLast}`)
+  }
+  if (oneLineCut) parts.push(`the start and end of line ${headLast}`)
+  if (hasTail) {
+    if (tailCut && !oneLineCut) parts.push(`the end of line ${tailFirst}`)
+    const first = tailCut ? tailFirst + 1 : tailFirst
+    if (first <= totalLines) parts.push(lineRange(first, totalLines))
+  }
+  return listed(parts) || "nothing"
+}
+
+/** What the preview leaves out, a line it cut named as the part of it left out ("the rest of line 3"). */
+const leftOut = (omitted: Omitted): string => {
+  const { from, to, headLast, tailFirst, headCut, tailCut } = omitted
+  const restOfHead = headCut && from === headLast
+  const startOfTail = tailCut && to === tailFirst
+  if (from === to && restOfHead && startOfTail) return `the middle of line ${from}`
+  const parts: Array<string> = []
+  if (restOfHead) parts.push(`the rest of line ${from}`)
+  const first = restOfHead ? from + 1 : from
+  const last = startOfTail ? to - 1 : to
+  if (first <= last) parts.push(lineRange(first, last))
+  if (startOfTail) parts.push(`the start of line ${to}`)
+  return listed(parts)
 }
 
 type Marker = (typeof markers)[number]
@@ -216,6 +254,8 @@ const omittedOf = (
     tailFirst,
     from: headCut ? headLast : headLast + 1,
     to: Math.min(totalLines, tailCut ? tailFirst : tailFirst - 1),
+    headCut,
+    tailCut,
     bytes: totalBytes - byteLength(text.slice(0, head)) - byteLength(text.slice(tail)),
   }
 }
@@ -238,6 +278,8 @@ export const preview = (text: string, limits: Limits, reference: Reference): str
     tailFirst: totalLines,
     from: totalLines,
     to: totalLines,
+    headCut: true,
+    tailCut: true,
     bytes: totalBytes,
   }
   const sizeOf = (marker: Marker) => {

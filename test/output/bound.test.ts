@@ -77,8 +77,24 @@ describe("Bound", () => {
     const text = `${"a".repeat(5_000)}\nlast`
     const preview = Bound.preview(text, limits, reference)
     within(preview, limits)
-    expect(preview.split("\n")[0]).toContain("left out: line 1 (")
+    expect(preview.split("\n")[0]).toContain("Shown: the start of line 1 and line 2; left out: the rest of line 1 (")
     expect(preview).toEndWith("\nlast")
+  })
+
+  // A cut line was named both shown and left out ("Shown: lines 1-2 and line 3; left out: line 3").
+  test("a line cut is named by the part of it shown and the part left out", () => {
+    const summary = (text: string) => Bound.preview(text, limits, reference).split("\n")[0]!
+    expect(summary("x".repeat(5_000_000))).toContain(
+      "1 line, 5000000 bytes. Shown: the start and end of line 1; left out: the middle of line 1 (",
+    )
+    expect(summary(`l1\nl2\n${"y".repeat(100_000)}`)).toContain("Shown: lines 1-2 and the end of line 3; left out: the start of line 3 (")
+    expect(summary(`${"a".repeat(3_000)}\nmid\n${"b".repeat(3_000)}`)).toContain(
+      "Shown: the start of line 1 and the end of line 3; left out: the rest of line 1, line 2 and the start of line 3 (",
+    )
+    // Whole lines are named as before, and the read hint names whole lines.
+    const lines = summary(Array.from({ length: 400 }, (_, index) => `line ${index}`).join("\n"))
+    expect(lines).toMatch(/Shown: lines 1-\d+ and lines \d+-400; left out: lines \d+-\d+ \(/)
+    expect(summary(`l1\nl2\n${"y".repeat(100_000)}`)).toContain("offset 3, limit 1")
   })
 
   test("a single enormous line is cut within the byte limit", () => {
