@@ -213,6 +213,23 @@ const give = (taken: Taken): Effect.Effect<void> =>
   })
 
 /**
+ * Why the lock file beside `path` could not be made (`code`), naming the file it locks (a change may write many),
+ * and what to do about it.
+ */
+const lockRefused = (path: string, code: string): string => {
+  const directory = dirname(path)
+  const advice =
+    code === "EPERM"
+      ? `the directory refuses new files whatever its mode: it is likely marked immutable (chattr +i; lsattr -d ${directory} shows it)`
+      : code === "EROFS"
+        ? "the directory is on a read-only file system"
+        : code === "ENOSPC" || code === "EDQUOT"
+          ? "the disk (or the user's quota) is full"
+          : "check the directory's permissions"
+  return `the lock file for ${path}, ${lockPath(path)}, cannot be created (${code}). Nothing was changed; ${advice}.`
+}
+
+/**
  * Runs `effect` holding the commit lock of each of `paths` (sorted), waiting for other processes' commits. Keep
  * `effect` short: a check that the file is unchanged and a rename.
  */
@@ -239,11 +256,7 @@ export const committing = <A, E, R>(
                 }
                 const code = codeOf(cause)
                 if (code === undefined) return Effect.die(cause)
-                return Effect.fail(
-                  new Tool.Failure({
-                    message: `Cannot write ${shown}: its lock file ${lockPath(path)} cannot be created (${code}). Nothing was changed; check the directory's permissions.`,
-                  }),
-                )
+                return Effect.fail(new Tool.Failure({ message: `Cannot write ${shown}: ${lockRefused(path, code)}` }))
               }),
             )
             if (taken !== undefined) return taken

@@ -4,7 +4,7 @@
 
 import { describe, expect, test } from "bun:test"
 import { spawnSync } from "node:child_process"
-import { chmodSync, chownSync, copyFileSync, existsSync, linkSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { chmodSync, chownSync, copyFileSync, existsSync, linkSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { binary } from "../support/binary"
 import { tempDir } from "../support/temp"
@@ -192,6 +192,35 @@ describe("read-only and special files", () => {
       spawnSync("chattr", ["-i", path])
     }
     expect(readFileSync(path, "utf8")).toBe("a\n")
+  })
+
+  // "Cannot write d1/a.txt, d2/c.txt: its lock file … (EPERM) … check the directory's permissions": which file's,
+  // and a mode that was not the cause.
+  test("a patch meeting an immutable directory names the file whose lock it refused, and the attribute", async () => {
+    let h = harness({ files: { "d1/a.txt": "a\n", "d2/c.txt": "c\n" } })
+    let directory = join(h.directory, "d2")
+    let marked = spawnSync("chattr", ["+i", directory], { encoding: "utf8" })
+    if (marked.status !== 0) {
+      const beside = mkdtempSync(join(dirname(import.meta.dir), "..", ".core-immutable-"))
+      process.on("exit", () => rmSync(beside, { recursive: true, force: true }))
+      h = harness({ directory: beside, files: { "d1/a.txt": "a\n", "d2/c.txt": "c\n" } })
+      directory = join(h.directory, "d2")
+      marked = spawnSync("chattr", ["+i", directory], { encoding: "utf8" })
+    }
+    expect(marked.status).toBe(0)
+    try {
+      const patchText = ["*** Begin Patch", "*** Update File: d1/a.txt", "@@", "-a", "+A", "*** Delete File: d2/c.txt", "*** End Patch"].join("\n")
+      const { settlement } = await h.settle("apply_patch", { patchText })
+      expect(settlement.error?.message).toContain(
+        `: the lock file for ${join(realpathSync(directory), "c.txt")}, ${join(realpathSync(directory), ".c.txt.core-lock")}, cannot be created (EPERM). ` +
+          `Nothing was changed; the directory refuses new files whatever its mode: it is likely marked immutable (chattr +i; lsattr -d`,
+      )
+      expect(settlement.error?.message).not.toContain("permissions")
+    } finally {
+      spawnSync("chattr", ["-i", directory])
+    }
+    expect(readFileSync(join(h.directory, "d1/a.txt"), "utf8")).toBe("a\n")
+    expect(readFileSync(join(h.directory, "d2/c.txt"), "utf8")).toBe("c\n")
   })
 
   test("a user who cannot write a file (not root) is refused, even where the directory would let a rename replace it", async () => {
