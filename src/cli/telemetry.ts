@@ -108,7 +108,9 @@ export const settings = (
   try {
     url = traces !== undefined ? new URL(traces).toString() : new URL(`${base!.replace(/(?<!\/)\/+$/, "")}/v1/traces`).toString()
   } catch {
-    return { problem: `core: warning: not exporting traces: ${traces ?? base} is not a URL` }
+    // Named, not shown: a URL that does not parse may still hold a key in its user part.
+    const name = traces !== undefined ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT"
+    return { problem: `core: warning: not exporting traces: ${name} is not a URL` }
   }
   const protocol = first(env, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL") ?? "http/protobuf"
   if (protocol !== "http/protobuf" && protocol !== "http/json") {

@@ -40,9 +40,28 @@ export interface Settings {
  * `AWS_ENDPOINT_URL` (else AWS's own for the region), the region from `AWS_REGION` (else `AWS_DEFAULT_REGION`),
  * the keys from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`.
  */
+/**
+ * A URL as messages show it: keys in its user part and values of its query replaced by `***` (a URL given with a
+ * key in it must not put the key in a log); one that does not parse is not shown at all.
+ */
+const shown = (url: string): string => {
+  try {
+    const parsed = new URL(url)
+    if (parsed.username !== "") parsed.username = "***"
+    if (parsed.password !== "") parsed.password = "***"
+    for (const name of [...parsed.searchParams.keys()]) parsed.searchParams.set(name, "***")
+    return parsed.toString()
+  } catch {
+    return "(not a URL)"
+  }
+}
+
+/** The path of an `s3://` URL as written, before a URL parser resolves its `.` and `..` segments away. */
+const RAW_PATH = /^s3:\/\/[^/?#]*([^?#]*)/i
+
 export const settings = (url: string, env: Record<string, string | undefined>): Settings | ConfigError => {
   const bad = (reason: string) =>
-    new ConfigError({ url, message: `CORE_OUTPUTS_URL "${url}" is not usable: ${reason}. Give s3://BUCKET or s3://BUCKET/PREFIX.` })
+    new ConfigError({ url: shown(url), message: `CORE_OUTPUTS_URL "${shown(url)}" is not usable: ${reason}. Give s3://BUCKET or s3://BUCKET/PREFIX.` })
   let parsed: URL
   try {
     parsed = new URL(url)
@@ -58,8 +77,16 @@ export const settings = (url: string, env: Record<string, string | undefined>): 
   }
   if (parsed.hostname === "") return bad("it names no bucket")
   if (!BUCKET_PATTERN.test(parsed.hostname)) return bad(`"${parsed.hostname}" is not a valid bucket name`)
+  // Read as written: the parser resolved `teamA/..` to the bucket's root (and `%2e%2e` with it), so a host given it
+  // kept its outputs, and swept old ones away, across every other prefix of the bucket.
+  let written: string
+  try {
+    written = decodeURIComponent(RAW_PATH.exec(url)?.[1] ?? "")
+  } catch {
+    return bad("its prefix is not valid percent-encoded text")
+  }
+  if (written.split("/").some((segment) => segment === "." || segment === "..")) return bad("the prefix may not contain . or ..")
   const prefix = decodeURIComponent(parsed.pathname).replace(/^\/+|(?<!\/)\/+$/g, "")
-  if (prefix.split("/").some((segment) => segment === "." || segment === "..")) return bad("the prefix may not contain . or ..")
   const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL
   if (endpoint !== undefined) {
     let given: URL | undefined
@@ -69,7 +96,7 @@ export const settings = (url: string, env: Record<string, string | undefined>): 
       given = undefined
     }
     if (given === undefined || (given.protocol !== "http:" && given.protocol !== "https:")) {
-      return new ConfigError({ url, message: `The S3 endpoint "${endpoint}" (AWS_ENDPOINT_URL) is not an http:// or https:// URL.` })
+      return new ConfigError({ url: shown(url), message: `The S3 endpoint "${shown(endpoint)}" (AWS_ENDPOINT_URL) is not an http:// or https:// URL.` })
     }
   }
   const region = env.AWS_REGION || env.AWS_DEFAULT_REGION

@@ -126,7 +126,11 @@ describe("Telemetry.settings", () => {
       problem: "core: warning: not exporting traces: core sends OTLP over HTTP (http/protobuf or http/json), not grpc",
     })
     expect(Telemetry.settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "not a url" }, DEFAULTS)).toEqual({
-      problem: "core: warning: not exporting traces: not a url is not a URL",
+      problem: "core: warning: not exporting traces: OTEL_EXPORTER_OTLP_ENDPOINT is not a URL",
+    })
+    // Named, never shown: what does not parse may still hold a key.
+    expect(Telemetry.settings({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://u:SECRET@host:99999" }, DEFAULTS)).toEqual({
+      problem: "core: warning: not exporting traces: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is not a URL",
     })
   })
 })

@@ -81,6 +81,13 @@ describe("ObjectStore.settings", () => {
       ["s3://bucket:9000/x", /bucket and a prefix only/],
       ["s3://bucket/x?region=eu", /bucket and a prefix only/],
       ["s3://bucket/a%2F..%2Fb", /may not contain \. or \.\./],
+      // Resolved away by a URL parser before: a host kept outputs (and swept them) at the bucket's root, or in
+      // another prefix.
+      ["s3://bucket/teamA/..", /may not contain \. or \.\./],
+      ["s3://bucket/teamA/%2e%2e/teamB", /may not contain \. or \.\./],
+      ["s3://bucket/../../etc", /may not contain \. or \.\./],
+      ["s3://bucket/./x", /may not contain \. or \.\./],
+      ["s3://bucket/a%zz", /not valid percent-encoded/],
     ]
     for (const [url, reason] of cases) {
       const error = ObjectStore.settings(url, {})
@@ -90,6 +97,21 @@ describe("ObjectStore.settings", () => {
     }
     const endpoint = ObjectStore.settings("s3://bucket", { AWS_ENDPOINT_URL: "ftp://somewhere" })
     expect((endpoint as ObjectStore.ConfigError).message).toContain("not an http:// or https:// URL")
+  })
+
+  // The refusal printed the key it refused, into core serve's log.
+  test("a key given in a URL is never shown in the refusal", () => {
+    const inUrl = ObjectStore.settings("s3://AKIAEXAMPLE:SUPERSECRETKEY123@bucket/x", {}) as ObjectStore.ConfigError
+    expect(inUrl.message).toBe(
+      'CORE_OUTPUTS_URL "s3://***:***@bucket/x" is not usable: keys do not go in the URL; set AWS_ACCESS_KEY_ID and ' +
+        "AWS_SECRET_ACCESS_KEY. Give s3://BUCKET or s3://BUCKET/PREFIX.",
+    )
+    expect(JSON.stringify(inUrl)).not.toContain("SUPERSECRET")
+    const inQuery = ObjectStore.settings("s3://bucket/x?X-Amz-Signature=SECRETSIG", {}) as ObjectStore.ConfigError
+    expect(JSON.stringify(inQuery)).not.toContain("SECRETSIG")
+    const endpoint = ObjectStore.settings("s3://bucket", { AWS_ENDPOINT_URL: "ftp://u:SECRET@127.0.0.1:1/?token=SECRET2" }) as ObjectStore.ConfigError
+    expect(endpoint.message).toBe('The S3 endpoint "ftp://***:***@127.0.0.1:1/?token=***" (AWS_ENDPOINT_URL) is not an http:// or https:// URL.')
+    expect(JSON.stringify(endpoint)).not.toContain("SECRET")
   })
 })
 
