@@ -74,7 +74,7 @@ const MIGRATIONS: ReadonlyArray<string> = [
 export const SCHEMA_VERSION = MIGRATIONS.length
 
 /** The advisory lock migrations run under (any constant no other application uses: "core" in ASCII). */
-const MIGRATION_LOCK = 0x636f7265
+export const MIGRATION_LOCK = 0x636f7265
 /** Connections each process keeps at most: a sidecar's calls are short statements, and a fleet's are many. */
 const POOL_MAX = 4
 const IDLE_TIMEOUT_S = 30
@@ -145,6 +145,16 @@ class NewerVersion {
 }
 
 /** Brings the schema to SCHEMA_VERSION in one transaction under the migration lock; hosts starting together wait. */
+/** Opening the store (connecting, migrating) took longer than an operation may. */
+class OpenTimeout extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(
+      `it did not answer within ${timeoutMs / 1000} s (another host may hold its schema migration, or a pooler be ` +
+        "waiting for a server it cannot reach)",
+    )
+  }
+}
+
 const migrate = (sql: SQL) =>
   sql.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`
@@ -212,32 +222,47 @@ const resent = async <A>(write: () => Promise<A>, gaveUp: () => boolean): Promis
 const acquire = (url: string, timeoutMs: number) =>
   Effect.map(
     Effect.acquireRelease(
-      Effect.tryPromise({
-        try: async () => {
-          const sql = clientOf(url)
-          try {
-            await migrate(sql)
-            return { current: sql }
-          } catch (cause) {
-            await sql.close({ timeout: 0 }).catch(() => undefined)
-            throw cause
-          }
-        },
-        catch: (cause) =>
-          cause instanceof NewerVersion
-            ? new Store.StoreError({
-                reason: "newer_version",
-                path: redact(url),
-                message:
-                  `The store at ${redact(url)} has schema version ${cause.found}, newer than this core understands ` +
-                  `(${SCHEMA_VERSION}). Upgrade core on this host; the database was left untouched.`,
-              })
-            : new Store.StoreError({
-                reason: "open",
-                path: redact(url),
-                message: `Could not open the store at ${redact(url)}: ${describe(cause)}`,
-              }),
-      }),
+      // Interruptible, and within `timeoutMs`: a store held by another host's migration (its lock), or a pooler
+      // waiting for a server, held every core opening it, and a signal waited with them.
+      Effect.interruptible(
+        Effect.tryPromise({
+          try: async (signal) => {
+            const sql = clientOf(url)
+            const close = () => void sql.close({ timeout: 0 }).catch(() => undefined)
+            signal.addEventListener("abort", close, { once: true })
+            let timer: ReturnType<typeof setTimeout> | undefined
+            try {
+              await Promise.race([
+                migrate(sql),
+                new Promise<never>((_, reject) => {
+                  timer = setTimeout(() => reject(new OpenTimeout(timeoutMs)), timeoutMs)
+                }),
+              ])
+              return { current: sql }
+            } catch (cause) {
+              close()
+              throw cause
+            } finally {
+              clearTimeout(timer)
+              signal.removeEventListener("abort", close)
+            }
+          },
+          catch: (cause) =>
+            cause instanceof NewerVersion
+              ? new Store.StoreError({
+                  reason: "newer_version",
+                  path: redact(url),
+                  message:
+                    `The store at ${redact(url)} has schema version ${cause.found}, newer than this core understands ` +
+                    `(${SCHEMA_VERSION}). Upgrade core on this host; the database was left untouched.`,
+                })
+              : new Store.StoreError({
+                  reason: "open",
+                  path: redact(url),
+                  message: `Could not open the store at ${redact(url)}: ${describe(cause)}`,
+                }),
+        }),
+      ),
       (client) => Effect.promise(() => client.current.close({ timeout: 5 }).catch(() => undefined)),
     ),
     (client) => {

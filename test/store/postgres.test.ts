@@ -55,6 +55,32 @@ describe("PostgresStore migrations", () => {
   }, 60_000)
 })
 
+// A host stalled in its migration (holding its lock) held every core opening the store with no end, and the first
+// SIGTERM (what timeout, systemd and Kubernetes send) did nothing: the open was not interruptible.
+describe("PostgresStore opening while another host holds its migration", () => {
+  test("fails once it has had no answer for an operation's time, saying why; a stop ends the wait at once", async () => {
+    const { postgres } = await freshDatabase()
+    const holder = new SQL(postgres, { max: 1 })
+    await holder`SELECT pg_advisory_lock(${PostgresStore.MIGRATION_LOCK})`
+    try {
+      const timedOut = String(await Effect.runPromiseExit(Effect.void.pipe(Effect.provide(PostgresStore.layer(postgres, { operationTimeoutMs: 500 })))))
+      expect(timedOut).toContain(`Could not open the store at ${PostgresStore.redact(postgres)}: it did not answer within 0.5 s`)
+      expect(timedOut).toContain("another host may hold its schema migration")
+      // With an operation's own time (30 s), interrupted as core's first signal interrupts it: it ends now.
+      const opening = Effect.runFork(Effect.void.pipe(Effect.provide(PostgresStore.layer(postgres))))
+      await Bun.sleep(300)
+      const stopped = performance.now()
+      await Effect.runPromise(Fiber.interrupt(opening))
+      expect(performance.now() - stopped).toBeLessThan(5_000)
+    } finally {
+      await holder`SELECT pg_advisory_unlock(${PostgresStore.MIGRATION_LOCK})`
+      await holder.close()
+    }
+    // Nothing was left half done: the next open migrates it.
+    expect(String(await open(postgres))).toContain("Success")
+  }, 60_000)
+})
+
 describe("PostgresStore URLs", () => {
   test("a URL that is not postgres:// is refused, saying what a store URL is", async () => {
     expect(String(await open("mysql://core@127.0.0.1/core"))).toContain("a store URL starts with postgres://")
