@@ -4,8 +4,8 @@ export * as ServerLaunch from "./server-launch"
 // server runs outside the sandbox, and the model can write the Location). The server starts in a directory outside
 // the Location ($CORE_HOME, else the home, else /), so a package runner (npx, uvx) or an interpreter's module path
 // never finds a package planted there; a bare program name is looked up in PATH without its relative entries and
-// those inside the Location, and the server gets that PATH; a command path inside the Location, or relative, is
-// refused. It spawns nothing and reads only the file system's metadata.
+// those inside the Location, and the server gets that PATH; a command path inside the Location, or relative, or a
+// program found on PATH through a link into the Location, is refused. It spawns nothing and reads only the file system's metadata.
 
 import { realpathSync, statSync } from "node:fs"
 import { homedir } from "node:os"
@@ -110,7 +110,19 @@ export const resolve = (
   for (const directory of path.split(delimiter)) {
     if (directory === "") continue
     const candidate = join(directory, program)
-    if (isExecutable(candidate)) return { argv: [candidate, ...args], cwd, env: safeEnv }
+    if (!isExecutable(candidate)) continue
+    // A link on PATH into the Location (what `npm link` makes for a server being written there) is the Location's
+    // file, which tools can change.
+    if (within(real(candidate), real(location))) {
+      return {
+        code: "EINLOCATION",
+        message:
+          `command "${program}" is found on PATH at ${candidate}, a link to ${real(candidate)} inside the Location, ` +
+          `where tools can change it, and a server runs outside the sandbox: install the server outside the ` +
+          `Location (or run it with a package runner such as npx)`,
+      }
+    }
+    return { argv: [candidate, ...args], cwd, env: safeEnv }
   }
   return {
     code: "ENOENT",

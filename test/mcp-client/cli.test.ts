@@ -3,7 +3,7 @@
 // `core mcp list` shows each server's state, and a malformed `mcp` entry stops the command at its line.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { alive } from "../shell/processes"
 import { binary, run } from "../support/binary"
@@ -68,6 +68,8 @@ describe("core with MCP servers in core.json", () => {
         bare: { command: ["planted-server"] },
         relative: { command: ["./node_modules/.bin/planted-server"] },
         inside: { command: [join(directory, "node_modules/.bin/planted-server")] },
+        // Found on PATH outside the Location, a link into it (what `npm link` makes for a server written there).
+        linked: { command: ["linked-server"] },
       },
     }))
     const marker = `${directory}.planted-ran`
@@ -85,8 +87,11 @@ describe("core with MCP servers in core.json", () => {
     write("node_modules/@modelcontextprotocol/server-everything/planted.sh", script, 0o755)
     write("node_modules/.bin/mcp-server-everything", script, 0o755)
     write("node_modules/.bin/planted-server", script, 0o755)
+    write("bin/linked-server", script, 0o755)
+    const linkedBins = tempDir("core-remote-bin-")
+    symlinkSync(join(directory, "bin/linked-server"), join(linkedBins, "linked-server"))
     // As a developer whose shell puts the project's bins on PATH (direnv, `export PATH=./node_modules/.bin:$PATH`).
-    const path = `node_modules/.bin:${join(directory, "node_modules/.bin")}:${process.env.PATH}`
+    const path = `node_modules/.bin:${join(directory, "node_modules/.bin")}:${linkedBins}:${process.env.PATH}`
     const listed = await run(["mcp", "list", "--json", "--location", directory], { env: { ...env(environment), PATH: path } })
     const states = JSON.parse(listed.stdout) as Array<{ name: string; status: string; error?: string }>
     const byName = Object.fromEntries(states.map((state) => [state.name, state]))
@@ -94,6 +99,10 @@ describe("core with MCP servers in core.json", () => {
     expect(byName.bare).toMatchObject({ status: "failed", error: expect.stringContaining("not found on PATH") })
     expect(byName.relative).toMatchObject({ status: "failed", error: expect.stringContaining("relative path") })
     expect(byName.inside).toMatchObject({ status: "failed", error: expect.stringContaining("inside the Location") })
+    expect(byName.linked).toMatchObject({
+      status: "failed",
+      error: expect.stringContaining(`found on PATH at ${join(linkedBins, "linked-server")}, a link to ${join(realpathSync(directory), "bin/linked-server")} inside the Location`),
+    })
   }, 120_000)
 
   test("core mcp list shows each server's state and problems, exiting 1 when one failed", async () => {
