@@ -138,7 +138,7 @@ interface Waiting {
 const compile = (schema: unknown, what: string): Effect.Effect<(value: unknown) => string | undefined, Invalid> =>
   Effect.try({
     try: () => {
-      const validators = new (McpSdk.load().ajv.AjvJsonSchemaValidator)()
+      const validators = McpSdk.validators()
       const validator = validators.getValidator(schema as Parameters<typeof validators.getValidator>[0])
       return (value: unknown) => {
         const result = validator(value)

@@ -32,11 +32,13 @@ export const load = (): Modules =>
 
 /**
  * A JSON Schema validator as the SDK's own, but stopping at a value's first error: with every error collected (the
- * SDK's default), a server's result of a few million values each breaking its schema held gigabytes in core.
+ * SDK's default), a server's result of a few million values each breaking its schema held gigabytes in core. It
+ * logs nothing: Ajv's own logger wrote a schema's text (a server's: `unknown format "…" ignored`) to stderr as it
+ * was, escape sequences and all, unattributed and twice.
  */
 export const validators = (): InstanceType<Modules["ajv"]["AjvJsonSchemaValidator"]> => {
   const modules = load()
-  const ajv = new modules.Ajv({ strict: false, validateFormats: true, validateSchema: false, allErrors: false })
+  const ajv = new modules.Ajv({ strict: false, validateFormats: true, validateSchema: false, allErrors: false, logger: false })
   modules.formats(ajv)
   return new modules.ajv.AjvJsonSchemaValidator(ajv)
 }

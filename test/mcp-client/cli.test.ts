@@ -105,6 +105,23 @@ describe("core with MCP servers in core.json", () => {
     })
   }, 120_000)
 
+  // Ajv's logger wrote `unknown format "<the server's text>" ignored` to stderr raw (escape sequences clearing the
+  // screen, writing the clipboard), twice, unattributed.
+  test("a server's schema text never reaches the terminal through the schema validator", async () => {
+    const { directory, environment } = location({ mcp: { fix: { command: [BUN, FIXTURE, "format"] } }, permission: { "fix_*": "allow" } })
+    for (const args of [
+      ["tools", "--location", directory],
+      ["mcp", "list", "--location", directory],
+      ["exec", "fix_formatted", "--input", '{"text":"hi"}', "--location", directory],
+    ]) {
+      const result = await run(args, { env: env(environment) })
+      expect([args[0], result.stderr]).toEqual([args[0], ""])
+      expect(result.stdout).not.toContain("\u001b")
+    }
+    const called = await run(["exec", "fix_formatted", "--input", '{"text":"hi"}', "--location", directory], { env: env(environment) })
+    expect(JSON.parse(called.stdout)).toMatchObject({ status: "success", structured: { text: "hi" } })
+  }, 60_000)
+
   test("core mcp list shows each server's state and problems, exiting 1 when one failed", async () => {
     const { directory, environment } = location({
       mcp: { fix: { command: [BUN, FIXTURE, "bad-names"] }, ghost: { command: ["/nonexistent/server"] } },
