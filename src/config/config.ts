@@ -5,7 +5,7 @@ export * as Config from "./config"
 // Location's wins). A file that does not parse or check is refused with the first problem in document order; this
 // module never guesses a value and never decides what a rule permits.
 
-import { readFileSync } from "node:fs"
+import { closeSync, constants, fstatSync, openSync, readFileSync, type Stats } from "node:fs"
 import { join, resolve } from "node:path"
 import type { Node } from "jsonc-parser"
 import * as Effect from "effect/Effect"
@@ -381,17 +381,47 @@ export const merge = (home: Lowered | undefined, location: Lowered | undefined):
   }
 }
 
-/** The text of a file, or undefined when there is none; anything else that stops the read is an error. */
+/** The most a core.json may hold: a file past it is no configuration a person wrote. */
+export const MAX_FILE_BYTES = 4 * 1024 * 1024
+
+/** What a file that is not a regular one is, in words. */
+const kindOf = (stats: Stats): string =>
+  stats.isDirectory()
+    ? "a directory"
+    : stats.isFIFO()
+      ? "a FIFO (a named pipe)"
+      : stats.isSocket()
+        ? "a socket"
+        : stats.isCharacterDevice() || stats.isBlockDevice()
+          ? "a device"
+          : "not a regular file"
+
+/**
+ * The text of a file, or undefined when there is none; anything else that stops the read is an error. Opened
+ * without waiting and read only if it is a regular file within MAX_FILE_BYTES: a FIFO there held core in open(2)
+ * for good, deaf to SIGTERM, and a link to /dev/zero would read until memory ran out.
+ */
 const readOptional = (file: string): Effect.Effect<string | undefined, ConfigError> =>
   Effect.suspend(() => {
+    const refused = (found: string) => Effect.fail(failure(file, undefined, { path: [], expected: "a readable file", found }))
+    let fd: number
     try {
-      // A byte order mark, as some editors write, is not part of the JSON.
-      return Effect.succeed(readFileSync(file, "utf8").replace(/^\uFEFF/, ""))
+      fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK)
     } catch (cause) {
       const code = (cause as NodeJS.ErrnoException).code
       if (code === "ENOENT") return Effect.succeed(undefined)
-      const found = code === "EISDIR" ? "a directory" : cause instanceof Error ? cause.message : String(cause)
-      return Effect.fail(failure(file, undefined, { path: [], expected: "a readable file", found }))
+      return refused(cause instanceof Error ? cause.message : String(cause))
+    }
+    try {
+      const stats = fstatSync(fd)
+      if (!stats.isFile()) return refused(kindOf(stats))
+      if (stats.size > MAX_FILE_BYTES) return refused(`a file of ${stats.size} bytes, more than the ${MAX_FILE_BYTES} a core.json may hold`)
+      // A byte order mark, as some editors write, is not part of the JSON.
+      return Effect.succeed(readFileSync(fd, "utf8").replace(/^\uFEFF/, ""))
+    } catch (cause) {
+      return refused(cause instanceof Error ? cause.message : String(cause))
+    } finally {
+      closeSync(fd)
     }
   })
 

@@ -2,6 +2,7 @@
 // in temp Locations that have no node_modules, so `@core/tool` and `effect` come from the binary itself.
 
 import { describe, expect, test } from "bun:test"
+import { spawnSync } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { binary } from "../support/binary"
@@ -558,6 +559,16 @@ describe("usage errors exit 2 with a message on stderr, nothing on stdout, and r
       expect(runs(box, "echo")).toBe(0)
     })
   }
+
+  // core waited in open(2) for a writer, for good; SIGTERM could not end it.
+  test("a core.json that is a FIFO is a configuration error at once, not a wait", async () => {
+    const box = sandbox({ "tools/echo.ts": ECHO })
+    expect(spawnSync("mkfifo", [join(box.location, "core.json")]).status).toBe(0)
+    const result = await exec(box, "echo", { text: "hi" })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain("core.json: expected a readable file, found a FIFO (a named pipe)")
+    expect(runs(box, "echo")).toBe(0)
+  })
 })
 
 describe("defects", () => {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, writeFileSync } from "node:fs"
+import { spawnSync } from "node:child_process"
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join, relative } from "node:path"
 import * as Effect from "effect/Effect"
 import { Config } from "../../src/config/config"
@@ -83,6 +84,24 @@ describe("Config.load", () => {
       found: "a directory",
     })
     expect(error.message).toBe(`${join(location, "core.json")}: expected a readable file, found a directory`)
+  })
+
+  // A FIFO there held core in open(2) for good, deaf to SIGTERM; a link to /dev/zero would read without end.
+  test("fails at once, naming what it is, when core.json is a FIFO, a device or too large", async () => {
+    const { location, home } = directories()
+    const file = join(location, "core.json")
+    expect(spawnSync("mkfifo", [file]).status).toBe(0)
+    expect((await loadFailure({ location, home })).message).toBe(`${file}: expected a readable file, found a FIFO (a named pipe)`)
+    rmSync(file)
+    symlinkSync("/dev/zero", file)
+    expect((await loadFailure({ location, home })).message).toBe(`${file}: expected a readable file, found a device`)
+    rmSync(file)
+    writeFileSync(file, `{"a":"${"x".repeat(Config.MAX_FILE_BYTES)}"}`)
+    expect((await loadFailure({ location, home })).message).toContain(`found a file of ${Config.MAX_FILE_BYTES + 8} bytes, more than the`)
+    // In the home too.
+    rmSync(file)
+    expect(spawnSync("mkfifo", [join(home, "core.json")]).status).toBe(0)
+    expect((await loadFailure({ location, home })).message).toBe(`${join(home, "core.json")}: expected a readable file, found a FIFO (a named pipe)`)
   })
 
   test("fails with the file, line and column when one file is malformed", async () => {
