@@ -692,6 +692,11 @@ export class Server {
       const detail = cause.message.replace(/^MCP error -?\d+: /, "")
       return `${server} answered with a result that breaks the output schema it declared while ${doing} (${detail.slice(0, 500)}); the tool ran there, and its result is not used.`
     }
+    // An answer the transport could not take as JSON-RPC (a result that is no object, "error": null beside it).
+    if (cause instanceof McpError && cause.message.includes(McpClientStdio.MALFORMED)) {
+      const why = cause.message.slice(cause.message.indexOf(McpClientStdio.MALFORMED) + McpClientStdio.MALFORMED.length)
+      return `${server} answered in a form core cannot read while ${doing} (not valid JSON-RPC: ${why.slice(0, 300)}); the tool may have run there.`
+    }
     // The server's own words, which may quote its configuration.
     if (cause instanceof McpError) return `${server} answered with an error while ${doing}: ${this.process?.redact(cause.message) ?? cause.message}`
     if (cause instanceof StreamableHTTPError && cause.code !== undefined) {

@@ -54,3 +54,21 @@ export const isMessage = (value: unknown): value is JSONRPCMessage => {
   if ("error" in value) return (value.id === undefined || isId(value.id)) && isError(value.error) && only(value, ERROR)
   return false
 }
+
+/**
+ * What is wrong with `value` (a parsed line that is no message: see `isMessage`) when it is still plainly the answer
+ * to a request (an id, a `result` or an `error`, no `method`): a result that is no object, an error without its code
+ * or message, members JSON-RPC does not have (`"error": null` beside a result). Undefined for anything else. The
+ * request it answers is then failed at once, saying so, rather than left to wait out its timeout.
+ */
+export const answerFlaw = (value: unknown): { readonly id: string | number; readonly why: string } | undefined => {
+  if (!isRecord(value) || "method" in value || !isId(value.id) || !("result" in value || "error" in value)) return undefined
+  const id = value.id as string | number
+  if (value.jsonrpc !== VERSION) return { id, why: `its "jsonrpc" is ${JSON.stringify(value.jsonrpc) ?? "missing"}, not "2.0"` }
+  if ("result" in value && "error" in value) return { id, why: 'it holds both a "result" and an "error"' }
+  const allowed = "result" in value ? RESULT : ERROR
+  const extra = Object.keys(value).filter((key) => !allowed.has(key))
+  if (extra.length > 0) return { id, why: `it holds members JSON-RPC does not have: ${extra.map((key) => JSON.stringify(key)).join(", ")}` }
+  if ("result" in value) return { id, why: "its result is not an object (or its _meta is malformed)" }
+  return { id, why: "its error has no integer code and message" }
+}

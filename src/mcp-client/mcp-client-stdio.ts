@@ -17,6 +17,10 @@ import { Supervised } from "../shell/supervised"
 /** How long a server gets to exit after SIGTERM when its connection closes. */
 export const GRACE_MS = 1000
 /** How much of a server's stderr is kept for saying why it ended. */
+/** JSON-RPC's "internal error": what a malformed answer is reported to its request as. */
+const INTERNAL_ERROR = -32603
+/** How a malformed answer's error begins (../connection words it for the model). */
+export const MALFORMED = "the server's answer to this request is not valid JSON-RPC: "
 const STDERR_TAIL_BYTES = 2048
 /** How long, after the process ended, its last stderr output is waited for. */
 const STDERR_SETTLE_MS = 100
@@ -217,6 +221,16 @@ export class Process implements Transport {
     }
     if (!JsonRpc.isMessage(parsed)) {
       this.ignoredLines++
+      // Plainly the answer to a request, but malformed: that request fails now, saying why, rather than waiting
+      // out its timeout and blaming the server's silence.
+      const flaw = JsonRpc.answerFlaw(parsed)
+      if (flaw !== undefined) {
+        this.onmessage?.({
+          jsonrpc: "2.0",
+          id: flaw.id,
+          error: { code: INTERNAL_ERROR, message: `${MALFORMED}${flaw.why}` },
+        })
+      }
       return
     }
     this.onmessage?.(parsed)

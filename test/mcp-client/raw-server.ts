@@ -3,7 +3,8 @@ export {}
 // An MCP server over stdio written by hand, without the SDK, for results the SDK's own server refuses to send: `odd`
 // answers content of a type MCP does not have, `mistyped` structured content its declared output schema refuses;
 // `wait` reports progress and waits until cancelled, and `cancelled` says how many calls were; `giant` answers on
-// a line longer than core reads.
+// a line longer than core reads; `scalar` and `sloppy` answer JSON-RPC that is malformed (a result that is no
+// object, a result beside `"error": null`).
 
 const object = (properties: Record<string, unknown> = {}) => ({ type: "object", properties })
 const TOOLS = [
@@ -12,6 +13,8 @@ const TOOLS = [
   { name: "wait", description: "Reports progress, then waits until cancelled", inputSchema: object() },
   { name: "cancelled", description: "How many calls were cancelled", inputSchema: object() },
   { name: "giant", description: "An answer of 17 MiB on one line", inputSchema: object() },
+  { name: "scalar", description: "A result that is a number, not an object", inputSchema: object() },
+  { name: "sloppy", description: 'A result beside "error": null', inputSchema: object() },
 ]
 
 const send = (message: unknown) => process.stdout.write(`${JSON.stringify(message)}\n`)
@@ -41,6 +44,10 @@ const answer = (id: unknown, method: string, params: Record<string, any>) => {
       return send({ jsonrpc: "2.0", id, result: text(String(cancelled)) })
     case "giant":
       return send({ jsonrpc: "2.0", id, result: text("g".repeat(17 * 1024 * 1024)) })
+    case "scalar":
+      return send({ jsonrpc: "2.0", id, result: 5 })
+    case "sloppy":
+      return send({ jsonrpc: "2.0", id, result: text("fine"), error: null })
   }
 }
 

@@ -423,6 +423,29 @@ describe("core as an MCP client: results and failures", () => {
     expect(message).not.toContain('raise "timeoutMs"')
   }, 30_000)
 
+  // A malformed answer was dropped like garbage: its call waited out the timeout and then blamed the server's silence.
+  test("a malformed answer to a call fails it at once, saying what is wrong with it; the connection stays", async () => {
+    const raw = { mcp: { fix: { command: [BUN, join(import.meta.dir, "raw-server.ts")], timeoutMs: 30_000 } }, permission: { "fix_*": "allow" } }
+    const result = await withLocation(raw, () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const started = performance.now()
+        const scalar = yield* settle(current, "fix_scalar", {})
+        const sloppy = yield* settle(current, "fix_sloppy", {})
+        const waited = performance.now() - started
+        return { scalar, sloppy, waited, cancelled: yield* settle(current, "fix_cancelled", {}) }
+      }),
+    )
+    expect(result.scalar.settlement.error?.message).toBe(
+      'MCP server "fix" answered in a form core cannot read while calling scalar (not valid JSON-RPC: its result is not ' +
+        "an object (or its _meta is malformed)); the tool may have run there.",
+    )
+    expect(result.sloppy.settlement.error?.message).toContain('(not valid JSON-RPC: it holds both a "result" and an "error")')
+    for (const call of [result.scalar, result.sloppy]) expect(call.settlement.error?.message).not.toContain("did not answer within")
+    expect(result.waited).toBeLessThan(20_000)
+    expect(textOf(result.cancelled.settlement)).toBe("0")
+  }, 60_000)
+
   test("a server that does not answer a call fails it after timeoutMs, naming the server", async () => {
     const result = await withLocation(fixture("serve", { timeoutMs: 4000 }), () =>
       Effect.gen(function* () {
