@@ -89,7 +89,17 @@ const NOW_MS = "floor(extract(epoch from clock_timestamp()) * 1000)::bigint"
 /** How far this host's wall clock must move against its monotonic one to be taken for stepped. */
 const CLOCK_STEP_MS = 1_000
 
-const describe = Store.describe
+/**
+ * What went wrong, in words: the cause's own, and for a prepared statement a pooler could not keep (SQLSTATE
+ * 42P05: pgbouncer in transaction mode hands each statement another server connection) what to put on the URL.
+ */
+const describe = (cause: unknown): string => {
+  const words = Store.describe(cause)
+  const { errno } = (cause ?? {}) as { readonly errno?: unknown }
+  return errno === "42P05"
+    ? `${words} (a pooler in transaction mode, such as pgbouncer, cannot keep prepared statements: add ?pgbouncer=true to the store URL)`
+    : words
+}
 
 /** Query parameters of a store URL that carry a secret (the client reads a password from the query too). */
 const SECRET_PARAMETERS: ReadonlySet<string> = new Set(["password", "sslpassword", "sslkey", "sslcert", "passfile"])
@@ -129,7 +139,12 @@ const clientOf = (url: string) => {
   if (parsed.protocol !== "postgres:" && parsed.protocol !== "postgresql:") {
     throw new Error(`a store URL starts with postgres:// (got ${parsed.protocol}//)`)
   }
-  const pooled = parsed.searchParams.get("pgbouncer") === "true"
+  const pgbouncer = parsed.searchParams.get("pgbouncer")
+  // Anything else was taken for false (and removed), and the pooler then refused the prepared statements.
+  if (pgbouncer !== null && pgbouncer !== "true" && pgbouncer !== "false") {
+    throw new Error(`?pgbouncer=${JSON.stringify(pgbouncer).slice(1, -1).slice(0, 40)} is neither true nor false (true: the URL is a pooler's in transaction mode)`)
+  }
+  const pooled = pgbouncer === "true"
   parsed.searchParams.delete("pgbouncer")
   // Bun.SQL read when a store is opened: importing it from "bun" would load the Postgres client at every start.
   return new Bun.SQL(parsed.toString(), {
@@ -289,7 +304,7 @@ const acquire = (url: string, timeoutMs: number) =>
         Effect.suspend(() => {
           const using = client.current
           let waiting = true
-          return Effect.tryPromise({ try: () => run(() => !waiting), catch: (cause) => Store.failed(redact(url), operation, cause) }).pipe(
+          return Effect.tryPromise({ try: () => run(() => !waiting), catch: (cause) => Store.failed(redact(url), operation, describe(cause)) }).pipe(
             Effect.timeoutOrElse({
               duration: timeoutMs,
               orElse: () =>

@@ -86,6 +86,21 @@ describe("PostgresStore URLs", () => {
     expect(String(await open("mysql://core@127.0.0.1/core"))).toContain("a store URL starts with postgres://")
   })
 
+  // "pgbouncer=1", "TRUE" or "yes" were taken for false, and the pooler then refused the prepared statements in words
+  // that did not say what to do.
+  test("?pgbouncer= other than true or false is refused; a pooler refusing prepared statements says to add it", async () => {
+    const { pgbouncer } = await freshDatabase()
+    const bare = pgbouncer.replace("?pgbouncer=true", "")
+    for (const value of ["1", "TRUE", "yes"]) {
+      expect(String(await open(`${bare}?pgbouncer=${value}`))).toContain(`: ?pgbouncer=${value} is neither true nor false`)
+    }
+    // Without it, through pgbouncer in transaction mode: the refusal says what to add.
+    expect(String(await open(bare))).toContain(
+      'prepared statement "P0" already exists (a pooler in transaction mode, such as pgbouncer, cannot keep prepared statements: add ?pgbouncer=true to the store URL)',
+    )
+    expect(String(await open(pgbouncer))).toContain("Success")
+  }, 60_000)
+
   test("a password given in the query is not shown either", () => {
     const shown = PostgresStore.redact("postgres://core@127.0.0.1:1/core?password=QSECRET&sslmode=require&SSLPassword=K2")
     expect(shown).not.toContain("QSECRET")
