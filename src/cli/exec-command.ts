@@ -198,6 +198,7 @@ export const run = (args: ReadonlyArray<string>) =>
       progress.clear()
       Command.stdout(`${Terminal.pretty(settlement)}\n`)
       if (settled.replayed) process.stderr.write(ReplayNote.of(call.sessionID, call.toolCallID, settlement.error?.kind))
+      if (settled.superseded === true) process.stderr.write(ReplayNote.superseded(call.sessionID, call.toolCallID, settlement.error?.kind))
       // The retention sweep runs at most hourly across processes, after the answer is out: expired managed
       // outputs, and the records of calls as old (their outputs are gone with them).
       const sweeping = Retention.sweepIfDue(yield* Store.Service, yield* ManagedOutputs.Service)

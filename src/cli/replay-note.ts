@@ -17,3 +17,13 @@ export const of = (sessionID: string, toolCallID: string, kind?: string): string
   }
   return `core: replayed: ${call} was settled before; this is its recorded settlement and nothing ran (give a new --call to run the tool again)\n`
 }
+
+/**
+ * The note for a call this core ran whose record another core made first (Steps.Settled's `superseded`): the tool
+ * ran here, and the recorded settlement (of `kind`, if an error) answers it, for every caller.
+ */
+export const superseded = (sessionID: string, toolCallID: string, kind?: string): string =>
+  `core: the tool of call ${Terminal.shown(toolCallID)} of session ${Terminal.shown(sessionID)} ran here, but its ` +
+  `lease lapsed while it ran (this core was stopped, or could not reach the store) and another core recorded the ` +
+  `call first${kind === "interrupted" ? " as interrupted" : ""}; that record is its settlement, for every caller. ` +
+  "Check whether the tool took effect.\n"

@@ -81,6 +81,9 @@ const stored = <A>(
 const settledBy = (settlement: Steps.Settled["settlement"], replayed: boolean): Outcome =>
   Exit.succeed({ settlement, replayed })
 
+/** A call this process ran whose record another settler made first: that record answers (Steps.Settled). */
+const superseded = (settlement: Steps.Settled["settlement"]): Outcome => Exit.succeed({ settlement, replayed: false, superseded: true })
+
 /** The cause of a failed exit, as a step span carries it; `undefined` for a success. */
 const failureOf = (exit: Exit.Exit<unknown, unknown>): Cause.Cause<unknown> | undefined =>
   Exit.isSuccess(exit) ? undefined : exit.cause
@@ -305,7 +308,7 @@ const perform = (
         if (Exit.isFailure(known)) {
           return Exit.failCause(Cause.map(known.cause, Steps.operational("Could not read the settlement store")))
         }
-        return known.value?.state === "settled" ? settledBy(known.value.settlement, true) : settledBy(settlement, false)
+        return known.value?.state === "settled" ? superseded(known.value.settlement) : settledBy(settlement, false)
       })
     })
   }

@@ -92,7 +92,7 @@ const recordOwned = (services: Steps.Services, call: Steps.Received, settlement:
       return { settlement, replayed: false }
     }
     const known = yield* lookup(services, call)
-    return known?.state === "settled" ? { settlement: known.settlement, replayed: true } : { settlement, replayed: false }
+    return known?.state === "settled" ? { settlement: known.settlement, replayed: false, superseded: true } : { settlement, replayed: false }
   })
 
 /** Records the intent to run a call: false when the call is already known (another settler got there first). */

@@ -64,6 +64,12 @@ export interface Settled {
   readonly settlement: Settlement.Info
   /** True when the call was already recorded and nothing ran. */
   readonly replayed: boolean
+  /**
+   * True when this process ran the call, but another settler's record of it stood before this one's could be made
+   * (it answered the call as interrupted once this process's lease had lapsed: stopped, or cut off from the store):
+   * the settlement is that record, and the tool did run here.
+   */
+  readonly superseded?: boolean
 }
 
 export const OUTPUT_OPTIONS = { errors: "all", reportInput: true } as const

@@ -127,6 +127,42 @@ describe("Settler.peek and Settler.interrupted", () => {
     ))
 })
 
+// Host A ran a call while stopped past its lease; host B answered it interrupted and recorded that; A, resumed,
+// found B's record standing and answered it, marked replayed: exec said "nothing ran now" for a tool that ran.
+describe("a call whose record another settler made while this one ran it", () => {
+  for (const immediately of [true, false]) {
+    test(`answers that record, marked as run here and superseded, not replayed (${immediately ? "immediate" : "fiber"} path)`, () =>
+      Kernel.run(
+        Effect.gen(function* () {
+          const store = yield* Store.Service
+          const interrupted = Settlement.error("ran", "call_x", "interrupted", "another core answered it")
+          let key: Store.Key | undefined
+          let ran = 0
+          const ranHere = Tool.make({
+            description: "Runs, while another core records the call",
+            input: Schema.Struct({}),
+            output: Schema.String,
+            execute: () =>
+              Effect.suspend(() => {
+                ran++
+                return Effect.as(Effect.orDie(store.settle(key!, interrupted, { state: "owned" })), "done")
+              }),
+          })
+          yield* (yield* Registry.Service).tools.register({ ran: ranHere })
+          const turn = yield* (yield* Settler.Service).materialize()
+          const call = Kernel.call("ran", {})
+          key = yield* Kernel.keyOf(call)
+          const settled = yield* turn.settle(call)
+          expect(ran).toBe(1)
+          expect(settled).toEqual({ settlement: interrupted, replayed: false, superseded: true })
+          // Settled again, it is a replay of that record, and nothing runs.
+          expect(yield* turn.settle(call)).toEqual({ settlement: interrupted, replayed: true })
+          expect(ran).toBe(1)
+        }).pipe(Effect.provideService(Settler.Immediately, immediately)),
+      ))
+  }
+})
+
 describe("Steps.Options.onRecord", () => {
   const settleTelling = (turn: Settler.Materialization, call: Settler.Call) =>
     Effect.gen(function* () {
