@@ -10,6 +10,7 @@ export * as Skills from "./skills"
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs"
 import { join, relative, sep } from "node:path"
 import { Boundary } from "../permission/boundary"
+import { FileText } from "../permission/file-text"
 import { Protected } from "../permission/protected"
 import type { Discovery } from "./discovery"
 
@@ -86,14 +87,16 @@ export const parse = (text: string): { readonly _tag: "Parsed"; readonly parsed:
   }
   const name = values.get("name")
   const description = values.get("description")
-  if (name === undefined || name === "") return invalid("the frontmatter has no `name`")
+  if (name === undefined) return invalid("the frontmatter has no `name`")
+  if (name === "") return invalid("the frontmatter's `name` is empty")
   if (name.length > MAX_NAME_CHARS || !NAME.test(name)) {
     return invalid(
       `the name ${JSON.stringify(name.slice(0, 80))} is not a skill name: lowercase letters and digits, words joined by ` +
         `single hyphens, at most ${MAX_NAME_CHARS} characters (e.g. pdf-forms)`,
     )
   }
-  if (description === undefined || description.trim() === "") return invalid("the frontmatter has no `description`")
+  if (description === undefined) return invalid("the frontmatter has no `description`")
+  if (description.trim() === "") return invalid("the frontmatter's `description` is empty: say when the skill applies")
   if (description.length > MAX_DESCRIPTION_CHARS) {
     return invalid(`the description has ${description.length} characters; at most ${MAX_DESCRIPTION_CHARS}`)
   }
@@ -191,14 +194,10 @@ const readSkill = (
   if (within !== undefined && !Boundary.isWithin(within, real)) {
     return { message: `its directory leads outside the Location (to ${real}); a Location's skills stay inside it` }
   }
-  let text: string
-  try {
-    const size = statSync(file).size
-    if (size > MAX_FILE_BYTES) return { message: `is ${size} bytes; a SKILL.md holds at most ${MAX_FILE_BYTES}` }
-    text = readFileSync(file, "utf8")
-  } catch (cause) {
-    return { message: `cannot be read: ${(cause as Error).message}` }
-  }
+  // Opened without waiting (a FIFO there held core for good) and read only within its bound.
+  const text = FileText.read(file, MAX_FILE_BYTES)
+  if (text === FileText.LARGE) return { message: `is over ${MAX_FILE_BYTES} bytes; a SKILL.md holds at most ${MAX_FILE_BYTES}` }
+  if (text === undefined) return { message: "cannot be read: it is not a regular file, or reading it failed" }
   const result = parse(text)
   if (result._tag === "Invalid") return { message: result.message }
   const { name, description } = result.parsed
@@ -250,13 +249,9 @@ export const body = (skill: Skill): { readonly _tag: "Body"; readonly body: stri
   // Read in the directory as it was found, and only where the file really lies inside it.
   const file = resolveInside(skill, join(skill.directory, FILE_NAME))
   if (file === undefined || file.directory) return { _tag: "Invalid", message: `its ${FILE_NAME} is gone` }
-  if (file.bytes > MAX_FILE_BYTES) return { _tag: "Invalid", message: `its ${FILE_NAME} is over ${MAX_FILE_BYTES} bytes` }
-  let text: string
-  try {
-    text = readFileSync(file.real, "utf8")
-  } catch (cause) {
-    return { _tag: "Invalid", message: `its ${FILE_NAME} cannot be read: ${(cause as Error).message}` }
-  }
+  const text = FileText.read(file.real, MAX_FILE_BYTES)
+  if (text === FileText.LARGE) return { _tag: "Invalid", message: `its ${FILE_NAME} is over ${MAX_FILE_BYTES} bytes` }
+  if (text === undefined) return { _tag: "Invalid", message: `its ${FILE_NAME} cannot be read (not a regular file, or reading it failed)` }
   const result = parse(text)
   if (result._tag === "Invalid") return result
   if (result.parsed.name !== skill.name) return { _tag: "Invalid", message: `it is now named "${result.parsed.name}"` }

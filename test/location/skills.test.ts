@@ -57,7 +57,7 @@ describe("Skills.parse", () => {
     ["a line that is not key: value", "---\nname: a\n- item\ndescription: b\n---\n", /line 3 is not `key: value`/],
     ["no name", "---\ndescription: b\n---\n", /no `name`/],
     ["no description", "---\nname: a\n---\n", /no `description`/],
-    ["an empty description", "---\nname: a\ndescription: \"\"\n---\n", /no `description`/],
+    ["an empty description", "---\nname: a\ndescription: \"\"\n---\n", /`description` is empty/],
     ["a name with capitals", skill("PDF", "x"), /not a skill name/],
     ["a name with a double hyphen", skill("a--b", "x"), /not a skill name/],
     ["a name too long", skill("a".repeat(65), "x"), /not a skill name/],
@@ -176,8 +176,9 @@ describe("Skills.parse reads frontmatter lines in one pass", () => {
     expect(description("description: Fill \t # a # b")).toBe("Fill")
     expect(description("description: a\r b")).toBe('frontmatter line 3 is not `key: value`: "description: a\\r b"')
     expect(description("description:Fill")).toBe('frontmatter line 3 is not `key: value`: "description:Fill"')
-    expect(description("description:")).toBe("the frontmatter has no `description`")
-    expect(description("description: \t ")).toBe("the frontmatter has no `description`")
+    // There but empty: said so, not that there is none.
+    expect(description("description:")).toBe("the frontmatter's `description` is empty: say when the skill applies")
+    expect(description("description: \t ")).toBe("the frontmatter's `description` is empty: say when the skill applies")
   })
 
   // No test timeout stops synchronous code, so the cases run in a child process killed after 20 s.
