@@ -172,7 +172,6 @@ export interface Converted {
   readonly title?: string
 }
 
-/** An HTML page in the asked format: markdown (turndown), text (what a reader sees), or the HTML as sent. */
 /**
  * How deep a page's elements may nest to be converted. The parser takes time quadratic in the depth (10,000 levels
  * 0.5 s, 30,000 4.3 s, 100,000 most of a minute) and the converters walk the tree recursively (markdown overflows
@@ -180,31 +179,68 @@ export interface Converted {
  */
 export const MAX_NESTING = 5_000
 
-/** Elements that hold no others (void), or whose end a parser implies when the next one starts: never nesting. */
-const FLAT = new Set(
-  (
-    "area base br col embed hr img input keygen link meta param source track wbr p li dt dd option optgroup tr td th " +
-    "thead tbody tfoot colgroup caption rb rt rp rtc html head body"
-  ).split(" "),
-)
+/** Elements that hold nothing (void): never open. */
+const VOID = new Set("area base br col embed hr img input keygen link meta param source track wbr".split(" "))
+/**
+ * Elements whose end a parser implies when the next one of their kind (or a block) starts: not counted, so a long
+ * list of unclosed `<li>` or `<p>` is not taken for depth. (Nested under a scope boundary they do nest, up to a few
+ * times the count: a page past that still has the converter's budget.)
+ */
+const IMPLIED_END = new Set("p li dt dd option optgroup tr td th thead tbody tfoot colgroup caption rb rt rp rtc html head body".split(" "))
 /** Elements whose content is text to the parser, up to their own end tag: no tag inside them counts. */
 const RAW_TEXT = new Set(["script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes"])
-/** A comment, or a start or end tag with its name (attributes skipped as far as the next `>`). */
-const TAG = /<!--[\s\S]*?(?:-->|$)|<(\/?)([A-Za-z][A-Za-z0-9-]*)[^>]*?(\/?)>/g
+/**
+ * HTML's "special" elements: an end tag closing an element above one of these is ignored by the parser (`<span><div>
+ * </span>` closes nothing), so the count does not close through them either.
+ */
+const SPECIAL = new Set(
+  (
+    "address applet area article aside base basefont bgsound blockquote body br button caption center col colgroup dd " +
+    "details dir div dl dt embed fieldset figcaption figure footer form frame frameset h1 h2 h3 h4 h5 h6 head header " +
+    "hgroup hr html iframe img input keygen li link listing main marquee menu meta nav noembed noframes noscript object " +
+    "ol p param plaintext pre script search section select source style summary table tbody td template textarea tfoot " +
+    "th thead title tr track ul wbr xmp mi mo mn ms mtext annotation-xml foreignobject desc"
+  ).split(" "),
+)
+/** Where an end tag of a special element stops looking for its element ("in scope", in HTML's words). */
+const SCOPE_BOUNDARY = new Set("applet caption html table td th marquee object template mi mo mn ms mtext annotation-xml foreignobject desc title".split(" "))
+/** Elements that, started inside SVG or MathML, break out of it into HTML (where `/>` closes nothing). */
+const BREAKOUT = new Set(
+  (
+    "b big blockquote body br center code dd div dl dt em embed h1 h2 h3 h4 h5 h6 head hr i img li listing menu meta " +
+    "nobr ol p pre ruby s small span strong strike sub sup table tt u ul var font"
+  ).split(" "),
+)
+/** How far down the open elements an end tag is matched; past that it is taken to close nothing (counting high). */
+const END_TAG_REACH = 128
+/**
+ * A comment as HTML ends one (`<!-->` and `<!--->` are whole; `--!>` ends one too), a bogus comment (`<!…>`,
+ * `<?…>`, `</…>` not starting with a letter), or a start or end tag with its name (up to a space, `/` or `>`).
+ */
+const TAG = /<!--(?:>|->|[\s\S]*?(?:--!?>|$))|<[!?][^>]*>?|<\/(?![A-Za-z])[^>]*>?|<(\/?)([A-Za-z][^\s/>]*)((?:"[^"]*"|'[^']*'|[^'">])*?)>/g
 
 /**
- * Whether a page's tags nest deeper than MAX_NESTING, read as a parser reads them without building anything: an
- * end tag closes up to the open element of its name and is ignored where none is open, as a browser ignores it (so
- * stray end tags do not hide the depth), and elements whose end is implied (`<p>`, `<li>`, a table's rows) do not
- * count. Linear in the page.
+ * Whether a page's tags nest deeper than MAX_NESTING, read as a parser reads them without building anything, and
+ * counting high where unsure (never low by more than a few times, so no page hides its depth): `/>` closes only a
+ * void element, or one of SVG or MathML that does not break out of it; an end tag closes the open elements down to
+ * the nearest of its name, unless what lies between stops it as it stops a parser (a scope boundary for a special
+ * element's end tag, any special element for another's: `<span><div></span>` closes nothing), or that one lies
+ * deeper than END_TAG_REACH; elements whose end is implied are not counted. Linear in the page.
  */
 export const tooDeep = (html: string): boolean => {
   const open: Array<string> = []
   const counts = new Map<string, number>()
+  /** How many of the open elements are `svg` or `math` (foreign content, where `/>` closes an element). */
+  let foreign = 0
   let raw: string | undefined
+  const pop = () => {
+    const closed = open.pop()!
+    counts.set(closed, counts.get(closed)! - 1)
+    if (closed === "svg" || closed === "math") foreign--
+  }
   TAG.lastIndex = 0
   for (let match = TAG.exec(html); match !== null; match = TAG.exec(html)) {
-    const [, end, tag, selfClosing] = match
+    const [, end, tag, attributes] = match
     if (tag === undefined) continue
     const name = tag.toLowerCase()
     if (raw !== undefined) {
@@ -212,27 +248,32 @@ export const tooDeep = (html: string): boolean => {
       continue
     }
     if (name === "plaintext") return false
-    if (FLAT.has(name)) continue
+    if (VOID.has(name) || IMPLIED_END.has(name)) continue
     if (end === "/") {
       if ((counts.get(name) ?? 0) === 0) continue
-      for (let closed = open.pop(); closed !== undefined; closed = open.pop()) {
-        counts.set(closed, counts.get(closed)! - 1)
-        if (closed === name) break
-      }
+      // Down to the nearest open element of the name, within reach: a special one's through anything but a scope
+      // boundary, any other's through no special element.
+      const stops = SPECIAL.has(name) ? SCOPE_BOUNDARY : SPECIAL
+      let depth = open.length - 1
+      while (depth >= 0 && open.length - depth <= END_TAG_REACH && open[depth] !== name && !stops.has(open[depth]!)) depth--
+      if (depth < 0 || open[depth] !== name) continue
+      while (open.length > depth) pop()
       continue
     }
-    if (selfClosing === "/") continue
+    if (foreign > 0 && attributes!.endsWith("/") && !BREAKOUT.has(name)) continue
     if (RAW_TEXT.has(name)) {
       raw = name
       continue
     }
     open.push(name)
     counts.set(name, (counts.get(name) ?? 0) + 1)
+    if (name === "svg" || name === "math") foreign++
     if (open.length > MAX_NESTING) return true
   }
   return false
 }
 
+/** An HTML page in the asked format: markdown (turndown), text (what a reader sees), or the HTML as sent. */
 export const convert = (html: string, url: string, format: WebPage.Format): Converted => {
   if (format === "html") return { content: html }
   if (format === "markdown") {

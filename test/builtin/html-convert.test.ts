@@ -81,6 +81,22 @@ describe("HtmlConvert.tooDeep", () => {
     expect(HtmlConvert.tooDeep(nested(HtmlConvert.MAX_NESTING + 1, "<div><b></b>", "</i></div>"))).toBe(true)
   })
 
+  // Each of these nests 20,000 deep in a parser (1.3 to 4.9 s to parse) and was counted shallow.
+  test("markup that nests as a parser reads it is counted so", () => {
+    const deep = 20_000
+    // `/>` closes nothing on an HTML element that is not void.
+    expect(HtmlConvert.tooDeep("<div/>".repeat(deep))).toBe(true)
+    // An end tag stops at a special element: </span> closes nothing through a <div>.
+    expect(HtmlConvert.tooDeep("<span><div></span>".repeat(deep))).toBe(true)
+    // A name runs to a space, / or >: </x.z> is not </x>.
+    expect(HtmlConvert.tooDeep("<x.y></x.z>".repeat(deep))).toBe(true)
+    // <!--> is a whole comment.
+    expect(HtmlConvert.tooDeep(`<!-->${"<div>".repeat(deep)}`)).toBe(true)
+    expect(HtmlConvert.tooDeep(`<!--->${"<div>".repeat(deep)}`)).toBe(true)
+    // Inside SVG, an element that breaks out into HTML takes no `/>` either.
+    expect(HtmlConvert.tooDeep(`<svg>${"<div/>".repeat(deep)}</svg>`)).toBe(true)
+  })
+
   test("elements whose end is implied, void elements, comments and raw text do not count", () => {
     const many = HtmlConvert.MAX_NESTING * 2
     expect(HtmlConvert.tooDeep(`<ul>${"<li>item<p>para<br><img src=x>".repeat(many)}</ul>`)).toBe(false)
