@@ -5,12 +5,13 @@ export * as Config from "./config"
 // Location's wins). A file that does not parse or check is refused with the first problem in document order; this
 // module never guesses a value and never decides what a rule permits.
 
-import { closeSync, constants, fstatSync, openSync, readFileSync, type Stats } from "node:fs"
+import { existsSync, statSync } from "node:fs"
 import { join, resolve } from "node:path"
 import type { Node } from "jsonc-parser"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import { FileText } from "../permission/file-text"
 import type { Rule } from "../permission/rule"
 import { Document } from "./document"
 
@@ -385,44 +386,33 @@ export const merge = (home: Lowered | undefined, location: Lowered | undefined):
 export const MAX_FILE_BYTES = 4 * 1024 * 1024
 
 /** What a file that is not a regular one is, in words. */
-const kindOf = (stats: Stats): string =>
-  stats.isDirectory()
-    ? "a directory"
-    : stats.isFIFO()
-      ? "a FIFO (a named pipe)"
-      : stats.isSocket()
-        ? "a socket"
-        : stats.isCharacterDevice() || stats.isBlockDevice()
-          ? "a device"
-          : "not a regular file"
+const kindOf = (file: string): string => {
+  try {
+    const stats = statSync(file)
+    if (stats.isDirectory()) return "a directory"
+    if (stats.isFIFO()) return "a FIFO (a named pipe)"
+    if (stats.isSocket()) return "a socket"
+    if (stats.isCharacterDevice() || stats.isBlockDevice()) return "a device"
+    return "a file that cannot be read"
+  } catch (cause) {
+    return cause instanceof Error ? cause.message : String(cause)
+  }
+}
 
 /**
- * The text of a file, or undefined when there is none; anything else that stops the read is an error. Opened
- * without waiting and read only if it is a regular file within MAX_FILE_BYTES: a FIFO there held core in open(2)
- * for good, deaf to SIGTERM, and a link to /dev/zero would read until memory ran out.
+ * The text of a file, or undefined when there is none; anything else that stops the read is an error. Read as
+ * FileText reads it (opened without waiting, only a regular file, never past MAX_FILE_BYTES, a file of /proc that
+ * says size 0 included): a FIFO there held core in open(2) for good, deaf to SIGTERM, and a link to /dev/zero or
+ * /proc/self/pagemap read until memory ran out.
  */
 const readOptional = (file: string): Effect.Effect<string | undefined, ConfigError> =>
   Effect.suspend(() => {
-    const refused = (found: string) => Effect.fail(failure(file, undefined, { path: [], expected: "a readable file", found }))
-    let fd: number
-    try {
-      fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK)
-    } catch (cause) {
-      const code = (cause as NodeJS.ErrnoException).code
-      if (code === "ENOENT") return Effect.succeed(undefined)
-      return refused(cause instanceof Error ? cause.message : String(cause))
-    }
-    try {
-      const stats = fstatSync(fd)
-      if (!stats.isFile()) return refused(kindOf(stats))
-      if (stats.size > MAX_FILE_BYTES) return refused(`a file of ${stats.size} bytes, more than the ${MAX_FILE_BYTES} a core.json may hold`)
-      // A byte order mark, as some editors write, is not part of the JSON.
-      return Effect.succeed(readFileSync(fd, "utf8").replace(/^\uFEFF/, ""))
-    } catch (cause) {
-      return refused(cause instanceof Error ? cause.message : String(cause))
-    } finally {
-      closeSync(fd)
-    }
+    const text = FileText.read(file, MAX_FILE_BYTES)
+    // A byte order mark, as some editors write, is not part of the JSON.
+    if (typeof text === "string") return Effect.succeed(text.replace(/^\uFEFF/, ""))
+    if (text === undefined && !existsSync(file)) return Effect.succeed(undefined)
+    const found = text === FileText.LARGE ? `more than the ${MAX_FILE_BYTES} bytes a core.json may hold` : kindOf(file)
+    return Effect.fail(failure(file, undefined, { path: [], expected: "a readable file", found }))
   })
 
 const loadFile = (file: string): Effect.Effect<Lowered | undefined, ConfigError> =>
