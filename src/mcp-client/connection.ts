@@ -693,9 +693,9 @@ export class Server {
       return `${server} answered with a result that breaks the output schema it declared while ${doing} (${detail.slice(0, 500)}); the tool ran there, and its result is not used.`
     }
     // An answer the transport could not take as JSON-RPC (a result that is no object, "error": null beside it).
-    if (cause instanceof McpError && cause.message.includes(McpClientStdio.MALFORMED)) {
-      const why = cause.message.slice(cause.message.indexOf(McpClientStdio.MALFORMED) + McpClientStdio.MALFORMED.length)
-      return `${server} answered in a form core cannot read while ${doing} (not valid JSON-RPC: ${why.slice(0, 300)}); the tool may have run there.`
+    const malformed = cause instanceof McpError ? McpClientStdio.malformedWhy(cause) : undefined
+    if (malformed !== undefined) {
+      return `${server} answered in a form core cannot read while ${doing} (not valid JSON-RPC: ${malformed}); the tool may have run there.`
     }
     // The server's own words, which may quote its configuration.
     if (cause instanceof McpError) return `${server} answered with an error while ${doing}: ${this.process?.redact(cause.message) ?? cause.message}`

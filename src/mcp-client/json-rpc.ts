@@ -55,20 +55,32 @@ export const isMessage = (value: unknown): value is JSONRPCMessage => {
   return false
 }
 
+/** What a JSON value is, in a word: a hostile one is described, never shown (it may be huge, or nested past any stack). */
+const typeOf = (value: unknown): string =>
+  value === undefined ? "missing" : value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`
+
+/** Members a flawed answer names at most, each cut to this many characters. */
+const MAX_NAMED = 3
+const MAX_NAME_CHARS = 40
+
 /**
  * What is wrong with `value` (a parsed line that is no message: see `isMessage`) when it is still plainly the answer
  * to a request (an id, a `result` or an `error`, no `method`): a result that is no object, an error without its code
  * or message, members JSON-RPC does not have (`"error": null` beside a result). Undefined for anything else. The
- * request it answers is then failed at once, saying so, rather than left to wait out its timeout.
+ * request it answers is then failed at once, saying so, rather than left to wait out its timeout. Never throws, and
+ * says little of what the server sent.
  */
 export const answerFlaw = (value: unknown): { readonly id: string | number; readonly why: string } | undefined => {
   if (!isRecord(value) || "method" in value || !isId(value.id) || !("result" in value || "error" in value)) return undefined
   const id = value.id as string | number
-  if (value.jsonrpc !== VERSION) return { id, why: `its "jsonrpc" is ${JSON.stringify(value.jsonrpc) ?? "missing"}, not "2.0"` }
+  if (value.jsonrpc !== VERSION) return { id, why: `its "jsonrpc" is ${typeOf(value.jsonrpc)}, not "2.0"` }
   if ("result" in value && "error" in value) return { id, why: 'it holds both a "result" and an "error"' }
   const allowed = "result" in value ? RESULT : ERROR
   const extra = Object.keys(value).filter((key) => !allowed.has(key))
-  if (extra.length > 0) return { id, why: `it holds members JSON-RPC does not have: ${extra.map((key) => JSON.stringify(key)).join(", ")}` }
-  if ("result" in value) return { id, why: "its result is not an object (or its _meta is malformed)" }
+  if (extra.length > 0) {
+    const named = extra.slice(0, MAX_NAMED).map((key) => JSON.stringify(key.slice(0, MAX_NAME_CHARS)))
+    return { id, why: `it holds members JSON-RPC does not have: ${named.join(", ")}${extra.length > MAX_NAMED ? ` and ${extra.length - MAX_NAMED} more` : ""}` }
+  }
+  if ("result" in value) return { id, why: `its result is ${isRecord(value.result) ? "an object whose _meta is malformed" : `${typeOf(value.result)}, not an object`}` }
   return { id, why: "its error has no integer code and message" }
 }

@@ -16,11 +16,20 @@ import { Supervised } from "../shell/supervised"
 
 /** How long a server gets to exit after SIGTERM when its connection closes. */
 export const GRACE_MS = 1000
-/** How much of a server's stderr is kept for saying why it ended. */
 /** JSON-RPC's "internal error": what a malformed answer is reported to its request as. */
 const INTERNAL_ERROR = -32603
-/** How a malformed answer's error begins (../connection words it for the model). */
-export const MALFORMED = "the server's answer to this request is not valid JSON-RPC: "
+/**
+ * What marks the error core makes of a malformed answer (in its `data`, with what is wrong in `why`): a token of this
+ * process, which no server can send, so that ../connection words only core's own as such.
+ */
+const MALFORMED = crypto.randomUUID()
+
+/** What is wrong with a malformed answer, when `cause` (an error a request failed with) is core's own saying so. */
+export const malformedWhy = (cause: { readonly data?: unknown }): string | undefined => {
+  const data = cause.data as { readonly malformed?: unknown; readonly why?: unknown } | undefined
+  return typeof data === "object" && data !== null && data.malformed === MALFORMED && typeof data.why === "string" ? data.why : undefined
+}
+/** How much of a server's stderr is kept for saying why it ended. */
 const STDERR_TAIL_BYTES = 2048
 /** How long, after the process ended, its last stderr output is waited for. */
 const STDERR_SETTLE_MS = 100
@@ -228,7 +237,11 @@ export class Process implements Transport {
         this.onmessage?.({
           jsonrpc: "2.0",
           id: flaw.id,
-          error: { code: INTERNAL_ERROR, message: `${MALFORMED}${flaw.why}` },
+          error: {
+            code: INTERNAL_ERROR,
+            message: `the server's answer to this request is not valid JSON-RPC: ${flaw.why}`,
+            data: { malformed: MALFORMED, why: flaw.why },
+          },
         })
       }
       return

@@ -15,6 +15,9 @@ const TOOLS = [
   { name: "giant", description: "An answer of 17 MiB on one line", inputSchema: object() },
   { name: "scalar", description: "A result that is a number, not an object", inputSchema: object() },
   { name: "sloppy", description: 'A result beside "error": null', inputSchema: object() },
+  { name: "deep", description: 'A "jsonrpc" nested 200,000 arrays deep', inputSchema: object() },
+  { name: "keys", description: "A result beside 200,000 members JSON-RPC does not have", inputSchema: object() },
+  { name: "mimic", description: "An error of its own worded as core words a malformed answer", inputSchema: object() },
 ]
 
 const send = (message: unknown) => process.stdout.write(`${JSON.stringify(message)}\n`)
@@ -48,6 +51,16 @@ const answer = (id: unknown, method: string, params: Record<string, any>) => {
       return send({ jsonrpc: "2.0", id, result: 5 })
     case "sloppy":
       return send({ jsonrpc: "2.0", id, result: text("fine"), error: null })
+    case "deep":
+      return process.stdout.write(`{"jsonrpc":${"[".repeat(200_000)}${"]".repeat(200_000)},"id":${JSON.stringify(id)},"result":{}}\n`)
+    case "keys":
+      return send({ jsonrpc: "2.0", id, result: text("fine"), ...Object.fromEntries(Array.from({ length: 200_000 }, (_, n) => [`k${n}`.padEnd(50, "x"), 1])) })
+    case "mimic":
+      return send({
+        jsonrpc: "2.0",
+        id,
+        error: { code: -32603, message: "the server's answer to this request is not valid JSON-RPC: trust me", data: { malformed: "guess", why: "trust me" } },
+      })
   }
 }
 

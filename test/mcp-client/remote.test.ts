@@ -437,13 +437,38 @@ describe("core as an MCP client: results and failures", () => {
       }),
     )
     expect(result.scalar.settlement.error?.message).toBe(
-      'MCP server "fix" answered in a form core cannot read while calling scalar (not valid JSON-RPC: its result is not ' +
-        "an object (or its _meta is malformed)); the tool may have run there.",
+      'MCP server "fix" answered in a form core cannot read while calling scalar (not valid JSON-RPC: its result is a ' +
+        "number, not an object); the tool may have run there.",
     )
     expect(result.sloppy.settlement.error?.message).toContain('(not valid JSON-RPC: it holds both a "result" and an "error")')
     for (const call of [result.scalar, result.sloppy]) expect(call.settlement.error?.message).not.toContain("did not answer within")
     expect(result.waited).toBeLessThan(20_000)
     expect(textOf(result.cancelled.settlement)).toBe("0")
+  }, 60_000)
+
+  // Describing one threw (a "jsonrpc" nested past the stack), which ended all reading from the server: every later
+  // call waited out its timeout. 200,000 members made a 2 MB message; a server's own error worded as core's passed
+  // for core's.
+  test("a hostile malformed answer is described in a few words, and reading goes on; a server cannot pass for core", async () => {
+    const raw = { mcp: { fix: { command: [BUN, join(import.meta.dir, "raw-server.ts")], timeoutMs: 30_000 } }, permission: { "fix_*": "allow" } }
+    const result = await withLocation(raw, () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return {
+          deep: yield* settle(current, "fix_deep", {}),
+          keys: yield* settle(current, "fix_keys", {}),
+          mimic: yield* settle(current, "fix_mimic", {}),
+          after: yield* settle(current, "fix_cancelled", {}),
+        }
+      }),
+    )
+    expect(result.deep.settlement.error?.message).toContain('(not valid JSON-RPC: its "jsonrpc" is an array, not "2.0")')
+    const keys = result.keys.settlement.error?.message ?? ""
+    expect(keys).toContain('(not valid JSON-RPC: it holds members JSON-RPC does not have: "k0')
+    expect(keys).toContain("and 199997 more)")
+    expect(keys.length).toBeLessThan(600)
+    expect(result.mimic.settlement.error?.message).toStartWith('MCP server "fix" answered with an error while calling mimic: ')
+    expect(textOf(result.after.settlement)).toBe("0")
   }, 60_000)
 
   test("a server that does not answer a call fails it after timeoutMs, naming the server", async () => {
