@@ -159,8 +159,7 @@ class NewerVersion {
   constructor(readonly found: number) {}
 }
 
-/** Brings the schema to SCHEMA_VERSION in one transaction under the migration lock; hosts starting together wait. */
-/** Opening the store (connecting, migrating) took longer than an operation may. */
+/** Opening the store (connecting, and taking the migration lock) took longer than an operation may. */
 class OpenTimeout extends Error {
   constructor(readonly timeoutMs: number) {
     super(
@@ -170,9 +169,27 @@ class OpenTimeout extends Error {
   }
 }
 
-const migrate = (sql: SQL) =>
+/** Postgres's lock_not_available: a wait for a lock ended by `lock_timeout`. */
+const LOCK_NOT_AVAILABLE = "55P03"
+/** The first Postgres (14) that can look for a client gone mid-statement, and how often it is asked to look. */
+const CONNECTION_CHECK_VERSION = 140_000
+const CONNECTION_CHECK_MS = 1_000
+
+/**
+ * Brings the schema to SCHEMA_VERSION in one transaction under the migration lock; hosts starting together wait,
+ * each at most `waitMs` (on the server too, `lock_timeout`: a connection left waiting on the lock after core gave up
+ * held a server slot until the lock was let go). `locked` is told once the lock is held: the migration itself takes
+ * what it takes (an index built on a large store).
+ */
+const migrate = (sql: SQL, waitMs: number, locked: () => void) =>
   sql.begin(async (tx) => {
+    await tx.unsafe(`SET LOCAL lock_timeout = ${Math.max(1, Math.ceil(waitMs))}`)
+    // A core that stops waiting (a signal) closes its connection, which a server waiting on a lock does not notice
+    // until it looks: from Postgres 14 on, it looks every second.
+    const [server] = await tx`SELECT current_setting('server_version_num')::int AS version`
+    if (Number(server.version) >= CONNECTION_CHECK_VERSION) await tx.unsafe(`SET LOCAL client_connection_check_interval = ${CONNECTION_CHECK_MS}`)
     await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`
+    locked()
     await tx.unsafe(
       "CREATE SCHEMA IF NOT EXISTS core; " +
         "CREATE TABLE IF NOT EXISTS core.schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
@@ -246,17 +263,25 @@ const acquire = (url: string, timeoutMs: number) =>
             const close = () => void sql.close({ timeout: 0 }).catch(() => undefined)
             signal.addEventListener("abort", close, { once: true })
             let timer: ReturnType<typeof setTimeout> | undefined
+            let locked = false
             try {
+              // Connecting and the migration lock within `timeoutMs`; the migration, once it holds the lock, as long
+              // as it takes.
               await Promise.race([
-                migrate(sql),
+                migrate(sql, timeoutMs, () => {
+                  locked = true
+                  clearTimeout(timer)
+                }),
                 new Promise<never>((_, reject) => {
-                  timer = setTimeout(() => reject(new OpenTimeout(timeoutMs)), timeoutMs)
+                  timer = setTimeout(() => {
+                    if (!locked) reject(new OpenTimeout(timeoutMs))
+                  }, timeoutMs)
                 }),
               ])
               return { current: sql }
             } catch (cause) {
               close()
-              throw cause
+              throw (cause as { readonly errno?: unknown } | undefined)?.errno === LOCK_NOT_AVAILABLE ? new OpenTimeout(timeoutMs) : cause
             } finally {
               clearTimeout(timer)
               signal.removeEventListener("abort", close)

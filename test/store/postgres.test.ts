@@ -72,6 +72,11 @@ describe("PostgresStore opening while another host holds its migration", () => {
       const stopped = performance.now()
       await Effect.runPromise(Fiber.interrupt(opening))
       expect(performance.now() - stopped).toBeLessThan(5_000)
+      // No connection of theirs is left waiting on the lock at the server (each held a slot until it was let go).
+      const waiting = async () =>
+        Number((await holder`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)[0].n)
+      for (let polls = 0; polls < 60 && (await waiting()) > 0; polls++) await Bun.sleep(100)
+      expect(await waiting()).toBe(0)
     } finally {
       await holder`SELECT pg_advisory_unlock(${PostgresStore.MIGRATION_LOCK})`
       await holder.close()
