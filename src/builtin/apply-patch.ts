@@ -153,16 +153,25 @@ const claims = (operations: ReadonlyArray<Patch.Operation>, places: Places): Res
   }
   const deletes = new Set<string>()
   for (const [index, operation] of operations.entries()) {
-    if (operation._tag === "Delete") deletes.add(identity(places[index]!.source))
+    if (operation._tag === "Delete") deletes.add(places[index]!.source.resolved.real)
   }
   const claimed = new Map<string, { readonly line: number; readonly place: Place }>()
   const replacedByMove = new Set<string>()
   for (const [index, operation] of operations.entries()) {
     const { source, target } = places[index]!
+    if (target !== undefined && target.resolved.real !== source.resolved.real && identity(target) === identity(source)) {
+      return Result.fail(
+        failure(
+          `Cannot move ${source.shown} to ${target.shown} (patch line ${operation.line}): they are one file under two ` +
+            "names (hard links). Update it under one name; remove the other name with a command if it should go. Nothing was changed.",
+        ),
+      )
+    }
     for (const touched of target === undefined || target.resolved.real === source.resolved.real ? [source] : [source, target]) {
       const key = identity(touched)
       const earlier = claimed.get(key)
-      const movedOntoDeleted = touched === target && deletes.has(key) && !replacedByMove.has(target.resolved.real)
+      // A move's target may be a file (that name) the patch deletes; one file under two names is claimed once.
+      const movedOntoDeleted = touched === target && deletes.has(target.resolved.real) && !replacedByMove.has(target.resolved.real)
       const deletedUnderMove = operation._tag === "Delete" && replacedByMove.has(touched.resolved.real) && earlier !== undefined
       if (movedOntoDeleted) replacedByMove.add(touched.resolved.real)
       if (earlier !== undefined && !movedOntoDeleted && !deletedUnderMove) {

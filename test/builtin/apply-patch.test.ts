@@ -268,6 +268,18 @@ describe("apply_patch errors", () => {
     )
     expect(readFileSync(join(h.directory, "f.txt"), "utf8")).toBe("x\ny\n")
     expect(statSync(join(h.directory, "hard.txt")).ino).toBe(statSync(join(h.directory, "f.txt")).ino)
+    // Moved onto its own other name: one file, said so, not "twice … at lines 2 and 2".
+    expect((await h.settle("apply_patch", { patchText: patch("*** Update File: f.txt", "*** Move to: hard.txt") })).settlement.error?.message).toBe(
+      "Cannot move f.txt to hard.txt (patch line 2): they are one file under two names (hard links). Update it under one " +
+        "name; remove the other name with a command if it should go. Nothing was changed.",
+    )
+    // A move onto a name the patch deletes, which is another name of a file the patch deletes too: refused at once,
+    // not at the commit as "created by someone else".
+    writeFileSync(join(h.directory, "c.txt"), "c\n")
+    const moved = await h.settle("apply_patch", {
+      patchText: patch("*** Delete File: f.txt", "*** Update File: c.txt", "*** Move to: hard.txt"),
+    })
+    expect(moved.settlement.error?.message).toContain("The patch changes hard.txt twice (hard.txt and f.txt are one file: hard links, two names of it)")
     // One section through one name is applied as any write is (the new file replaces that name; the other keeps the
     // old content, as the answer says).
     const once = await h.settle("apply_patch", { patchText: patch("*** Update File: hard.txt", "@@", "-x", "+X", " y") })
