@@ -36,32 +36,25 @@ export interface Settings {
 }
 
 /**
- * The settings `url` (`s3://BUCKET[/PREFIX]`) and `env` give: the endpoint from `AWS_ENDPOINT_URL_S3`, else
- * `AWS_ENDPOINT_URL` (else AWS's own for the region), the region from `AWS_REGION` (else `AWS_DEFAULT_REGION`),
- * the keys from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`.
+ * A URL as messages show it, as it was written: its user part (keys) and its query and fragment replaced by `***`
+ * (a URL given with a key in it must not put the key in a log), control characters escaped.
  */
-/**
- * A URL as messages show it: keys in its user part and values of its query replaced by `***` (a URL given with a
- * key in it must not put the key in a log); one that does not parse is not shown at all.
- */
-const shown = (url: string): string => {
-  try {
-    const parsed = new URL(url)
-    if (parsed.username !== "") parsed.username = "***"
-    if (parsed.password !== "") parsed.password = "***"
-    for (const name of [...parsed.searchParams.keys()]) parsed.searchParams.set(name, "***")
-    return parsed.toString()
-  } catch {
-    return "(not a URL)"
-  }
-}
+const shown = (url: string): string =>
+  JSON.stringify(url.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#]*@/, "$1***@").replace(/([?#])[\s\S]*$/, "$1***")).slice(1, -1)
 
 /** The path of an `s3://` URL as written, before a URL parser resolves its `.` and `..` segments away. */
 const RAW_PATH = /^s3:\/\/[^/?#]*([^?#]*)/i
 
+/**
+ * The settings `url` (`s3://BUCKET[/PREFIX]`) and `env` give: the endpoint from `AWS_ENDPOINT_URL_S3`, else
+ * `AWS_ENDPOINT_URL` (else AWS's own for the region), the region from `AWS_REGION` (else `AWS_DEFAULT_REGION`),
+ * the keys from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`.
+ */
 export const settings = (url: string, env: Record<string, string | undefined>): Settings | ConfigError => {
   const bad = (reason: string) =>
     new ConfigError({ url: shown(url), message: `CORE_OUTPUTS_URL "${shown(url)}" is not usable: ${reason}. Give s3://BUCKET or s3://BUCKET/PREFIX.` })
+  // A URL parser drops tabs and line breaks: `teamA/.\t.` would be read as `teamA/..`, past the check below.
+  if (/[\u0000-\u001f\u007f]/.test(url)) return bad("it holds a control character (a tab or a line break)")
   let parsed: URL
   try {
     parsed = new URL(url)
