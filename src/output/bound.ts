@@ -98,17 +98,17 @@ const markers = [
       `${omitted.from}, limit ${Math.min(MAX_READ_LINES, omitted.to - omitted.from + 1)}), or search it with grep. ` +
       `Do not run the call again to see it.]\n`,
     // The summary already says where the rest is: the cut only marks the place.
-    cut: `[… ${lineRange(omitted.from, omitted.to)} left out …]\n`,
+    cut: `[… ${leftOut(omitted)} left out …]\n`,
   }),
   (omitted: Omitted, reference: Reference) => ({
     summary:
       `[Output too large: ${linesCount(omitted.totalLines)}, ${omitted.totalBytes} bytes; ` +
-      `${lineRange(omitted.from, omitted.to)} left out, ` +
+      `${leftOut(omitted)} left out, ` +
       (reference.notKept !== undefined
         ? `not kept (no room for outputs)]\n`
         : `kept${reference.lossy === true ? " as captured" : ""}` +
           `${reference.unshared === true ? " on this host only" : ""} in ${reference.path}]\n`),
-    cut: `[… ${lineRange(omitted.from, omitted.to)} left out …]\n`,
+    cut: `[… ${leftOut(omitted)} left out …]\n`,
   }),
   (omitted: Omitted, reference: Reference) => ({
     summary: `[${omitted.bytes} bytes left out; ${reference.notKept !== undefined ? "not kept" : `kept in ${reference.path}`}]\n`,
