@@ -226,7 +226,7 @@ const lockRefused = (path: string, code: string): string => {
         : code === "ENOSPC" || code === "EDQUOT"
           ? "the disk (or the user's quota) is full"
           : "check the directory's permissions"
-  return `the lock file for ${path}, ${lockPath(path)}, cannot be created (${code}). Nothing was changed; ${advice}.`
+  return `core could not create ${lockPath(path)}, the lock for ${path} (${code}). Nothing was changed; ${advice}.`
 }
 
 /**

@@ -212,7 +212,7 @@ describe("read-only and special files", () => {
       const patchText = ["*** Begin Patch", "*** Update File: d1/a.txt", "@@", "-a", "+A", "*** Delete File: d2/c.txt", "*** End Patch"].join("\n")
       const { settlement } = await h.settle("apply_patch", { patchText })
       expect(settlement.error?.message).toContain(
-        `: the lock file for ${join(realpathSync(directory), "c.txt")}, ${join(realpathSync(directory), ".c.txt.core-lock")}, cannot be created (EPERM). ` +
+        `: core could not create ${join(realpathSync(directory), ".c.txt.core-lock")}, the lock for ${join(realpathSync(directory), "c.txt")} (EPERM). ` +
           `Nothing was changed; the directory refuses new files whatever its mode: it is likely marked immutable (chattr +i; lsattr -d`,
       )
       expect(settlement.error?.message).not.toContain("permissions")
