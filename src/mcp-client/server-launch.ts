@@ -5,7 +5,8 @@ export * as ServerLaunch from "./server-launch"
 // the Location ($CORE_HOME, else the home, else /), so a package runner (npx, uvx) or an interpreter's module path
 // never finds a package planted there; a bare program name is looked up in PATH without its relative entries and
 // those inside the Location, and the server gets that PATH; a command path inside the Location, or relative, or a
-// program found on PATH through a link into the Location, is refused. It spawns nothing and reads only the file system's metadata.
+// program found on PATH through a link into the Location, is refused. It spawns nothing and reads only the file
+// system's metadata.
 
 import { realpathSync, statSync } from "node:fs"
 import { homedir } from "node:os"
