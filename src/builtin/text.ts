@@ -12,6 +12,7 @@ import { constants, lstatSync, readdirSync } from "node:fs"
 import { basename, dirname } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import { Json } from "../config/json"
 import { Git } from "../permission/git"
 import { Pinned } from "../permission/pinned"
 import { Tool } from "../tool/tool"
@@ -229,9 +230,6 @@ export const decode = (bytes: Uint8Array, shown: string, tool: string): Effect.E
 /** The bytes of `text` as UTF-8, with a byte order mark when `bom`. */
 export const encode = (text: string, bom: boolean): Uint8Array => encoder.encode(bom ? `\uFEFF${text}` : text)
 
-/** A high surrogate no low one follows, or a low one no high one comes before. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
-
 /**
  * Why text a model sent (`field`) cannot be written, when it holds half of a UTF-16 surrogate pair (JSON can carry
  * one, `"\ud83d"`): no character, it would be written as U+FFFD, and as a quoted text it could match half of a
@@ -239,8 +237,7 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
  */
 export const halfCharacter = (field: string, text: string): string | undefined => {
   if (text.isWellFormed()) return undefined
-  const at = text.search(LONE_SURROGATE)
-  const unit = text.charCodeAt(at).toString(16)
+  const { at, unit } = Json.halfAt(text)
   return (
     `${field} holds half of a character (the UTF-16 surrogate \\u${unit} at position ${at}, without its other half), ` +
     "which is no text and cannot be written to a file. Send whole characters, and call again."

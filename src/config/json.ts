@@ -126,6 +126,12 @@ export interface BadText {
 /** A high surrogate no low one follows, or a low one no high one comes before. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
 
+/** Where `text`'s first half of a character (a lone UTF-16 surrogate) is, and its code unit in hex; -1 for none. */
+export const halfAt = (text: string): { readonly at: number; readonly unit: string } => {
+  const at = text.search(LONE_SURROGATE)
+  return { at, unit: at === -1 ? "" : text.charCodeAt(at).toString(16) }
+}
+
 const badKind = (text: string): BadText["kind"] | undefined =>
   text.includes("\u0000") ? "nul" : text.isWellFormed() ? undefined : "half"
 
@@ -167,9 +173,9 @@ export const findBadText = (value: unknown): BadText | undefined => {
 export const describeBadText = ({ path, kind, text }: BadText): string => {
   const where = path.length === 0 ? "the value" : formatPath(path)
   if (kind === "nul") return `${where} holds a NUL character (\\u0000), which no tool accepts; remove it`
-  const at = text.search(LONE_SURROGATE)
+  const { at, unit } = halfAt(text)
   return (
-    `${where} holds half of a character (the UTF-16 surrogate \\u${text.charCodeAt(at).toString(16)} at position ${at}, ` +
+    `${where} holds half of a character (the UTF-16 surrogate \\u${unit} at position ${at}, ` +
     "without its other half), which no tool accepts; send whole characters"
   )
 }

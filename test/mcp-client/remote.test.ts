@@ -28,6 +28,12 @@ const fixture = (mode = "serve", extra: Record<string, unknown> = {}) => ({
   permission: { "fix_*": "allow" },
 })
 
+/** The hand-written server of raw-server.ts (answers the SDK's server will not send), its tools allowed. */
+const rawServer = (timeoutMs?: number) => ({
+  mcp: { fix: { command: [BUN, join(import.meta.dir, "raw-server.ts")], ...(timeoutMs === undefined ? {} : { timeoutMs }) } },
+  permission: { "fix_*": "allow" },
+})
+
 const alive = (pid: number) => {
   const state = ProcessGroup.stat(pid)?.state
   return state !== undefined && state !== "Z"
@@ -379,7 +385,7 @@ describe("core as an MCP client: results and failures", () => {
   // schema the server declared was answered all the same. It fails that call, saying so in a line, and the connection
   // stays: a call running on it meanwhile goes on (it was failed as "closed the connection", core's own SIGTERM).
   test("a result MCP's schemas refuse fails that call alone, in a short line; the connection and a call running on it stay", async () => {
-    const raw = { mcp: { fix: { command: [BUN, join(import.meta.dir, "raw-server.ts")] } }, permission: { "fix_*": "allow" } }
+    const raw = rawServer()
     const result = await withLocation(raw, () =>
       Effect.gen(function* () {
         const current = yield* turn
@@ -415,7 +421,7 @@ describe("core as an MCP client: results and failures", () => {
 
   // An answer on a line over 16 MiB is not read: the call waits for its timeout, which used to say to raise it.
   test("an answer over 16 MiB on one line fails its call at the timeout saying so, not to raise the timeout", async () => {
-    const raw = { mcp: { fix: { command: [BUN, join(import.meta.dir, "raw-server.ts")], timeoutMs: 2_000 } }, permission: { "fix_*": "allow" } }
+    const raw = rawServer(2_000)
     const result = await withLocation(raw, () => Effect.flatMap(turn, (current) => settle(current, "fix_giant", {})))
     const message = result.settlement.error?.message ?? ""
     expect(message).toStartWith('MCP server "fix" gave no answer core could read within 2000 ms while calling giant: it sent a message of more than ')
@@ -425,7 +431,7 @@ describe("core as an MCP client: results and failures", () => {
 
   // A malformed answer was dropped like garbage: its call waited out the timeout and then blamed the server's silence.
   test("a malformed answer to a call fails it at once, saying what is wrong with it; the connection stays", async () => {
-    const raw = { mcp: { fix: { command: [BUN, join(import.meta.dir, "raw-server.ts")], timeoutMs: 30_000 } }, permission: { "fix_*": "allow" } }
+    const raw = rawServer(30_000)
     const result = await withLocation(raw, () =>
       Effect.gen(function* () {
         const current = yield* turn
@@ -450,7 +456,7 @@ describe("core as an MCP client: results and failures", () => {
   // call waited out its timeout. 200,000 members made a 2 MB message; a server's own error worded as core's passed
   // for core's.
   test("a hostile malformed answer is described in a few words, and reading goes on; a server cannot pass for core", async () => {
-    const raw = { mcp: { fix: { command: [BUN, join(import.meta.dir, "raw-server.ts")], timeoutMs: 30_000 } }, permission: { "fix_*": "allow" } }
+    const raw = rawServer(30_000)
     const result = await withLocation(raw, () =>
       Effect.gen(function* () {
         const current = yield* turn
