@@ -301,8 +301,12 @@ export class Server {
     const process = this.process
     const client = new (McpSdk.load().client.Client)({ name: "core", version: this.options.version }, { capabilities: {}, jsonSchemaValidator: McpSdk.validators() })
     this.opening = client
+    // An announcement that comes before the first listing is registered (with the listing's answer, or meanwhile)
+    // is acted on once it is: dropped, the server's new tools stayed unlisted until it announced again.
+    let changedWhileOpening = false
     client.setNotificationHandler(McpSdk.load().types.ToolListChangedNotificationSchema, () => {
       if (this.client === client) this.refresh(client)
+      else changedWhileOpening = true
     })
     client.onclose = () => this.ended(client)
     // Transport errors (a garbled line, a failed POST) surface through the request they break.
@@ -322,6 +326,7 @@ export class Server {
       this.register(listed)
       // Turns made before now see the server's tools as stale: a host tells its clients.
       if (reconnected) this.options.onChange()
+      if (changedWhileOpening) this.refresh(client)
     } catch (cause) {
       await client.close().catch(() => undefined)
       await process?.close()

@@ -150,9 +150,13 @@ if (mode === "mute") {
     if (mode === "garbage") say("this line is not JSON-RPC")
     // Says the list changed again after every listing, though it never does.
     if (mode === "relist") setTimeout(() => void server.sendToolListChanged(), 0)
-    return {
-      tools: grown ? [...tools, { name: "extra", description: "Added later", inputSchema: object() }] : tools,
+    const listed = grown ? [...tools, { name: "extra", description: "Added later", inputSchema: object() }] : tools
+    // "early": its tools change while the first listing is answered, said once, before that answer goes out.
+    if (mode === "early" && listings === 1) {
+      grown = true
+      await server.sendToolListChanged()
     }
+    return { tools: listed }
   })
   const text = (value: string) => ({ content: [{ type: "text" as const, text: value }] })
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {

@@ -696,6 +696,22 @@ describe("core as an MCP client: results and failures", () => {
     expect(textOf(result.echo.settlement)).toBe("echo: still current")
   }, 30_000)
 
+  // Announced before the first listing was registered (here, before its answer), list_changed was dropped: the
+  // server's new tool stayed unlisted until it announced again, which this one never does.
+  test("list_changed that comes while the first listing is answered is acted on once it is registered", async () => {
+    const result = await withLocation(fixture("early"), () =>
+      Effect.gen(function* () {
+        let names: ReadonlyArray<string> = []
+        for (let polls = 0; polls < 100 && !names.includes("fix_extra"); polls++) {
+          yield* Effect.sleep("100 millis")
+          names = (yield* turn).definitions.map((definition) => definition.name)
+        }
+        return names
+      }),
+    )
+    expect(result).toContain("fix_extra")
+  }, 30_000)
+
   test("list_changed registers the tools again in a fresh scope: new tools appear, older turns are stale", async () => {
     const result = await withLocation(fixture(), () =>
       Effect.gen(function* () {
