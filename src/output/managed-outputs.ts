@@ -369,7 +369,7 @@ const openRemote = Effect.fnUntraced(function* (lookup: RemoteLookup, id: string
     catch: (cause) =>
       new Unavailable({
         id,
-        message: `Could not look up managed output ${id} in ${store.where}: ${ObjectStore.messageOf(cause)}. Try again once the object store can be reached.`,
+        message: `Could not look up managed output ${id} in ${store.where}: ${ObjectStore.messageOf(cause)}. ${ObjectStore.nextStep(cause)}`,
       }),
   })
   const objects = listed.filter((object) => {
@@ -386,7 +386,7 @@ const openRemote = Effect.fnUntraced(function* (lookup: RemoteLookup, id: string
           catch: (cause) =>
             new Unavailable({
               id,
-              message: `Could not read managed output ${id}'s record in ${store.where}: ${ObjectStore.messageOf(cause)}. Try again once the object store can be reached.`,
+              message: `Could not read managed output ${id}'s record in ${store.where}: ${ObjectStore.messageOf(cause)}. ${ObjectStore.nextStep(cause)}`,
             }),
         })
   const notWhole = new NotFound({
@@ -797,7 +797,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
         catch: (cause) =>
           new Unavailable({
             id,
-            message: `Could not bring managed output ${id} from ${remote.where}: ${ObjectStore.messageOf(cause)}. Try again once the object store can be reached.`,
+            message: `Could not bring managed output ${id} from ${remote.where}: ${ObjectStore.messageOf(cause)}. ${ObjectStore.nextStep(cause)}`,
           }),
       })
     })

@@ -196,6 +196,30 @@ export const isMissing = (cause: unknown): boolean => {
   return code === "NoSuchKey" || code === "ENOENT" || name === "NoSuchKey" || String(code) === "404"
 }
 
+/** S3's codes (and Bun's) for keys the store refused or core lacks: trying again will not help. */
+const KEYS_REFUSED: ReadonlySet<string> = new Set([
+  "AccessDenied",
+  "ExpiredToken",
+  "InvalidAccessKeyId",
+  "InvalidToken",
+  "SignatureDoesNotMatch",
+  "ERR_S3_MISSING_CREDENTIALS",
+  "ERR_S3_INVALID_SIGNATURE",
+])
+
+/**
+ * What to do about `cause` (a failure talking to the store), as a sentence: keys the store refused are checked, a
+ * missing bucket is made; anything else (down, unreachable, slow) is tried again once the store answers.
+ */
+export const nextStep = (cause: unknown): string => {
+  const code = typeof cause === "object" && cause !== null ? (cause as { readonly code?: unknown }).code : undefined
+  if (typeof code === "string" && KEYS_REFUSED.has(code)) {
+    return "Check the keys core was started with (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN): the object store refused them."
+  }
+  if (code === "NoSuchBucket") return "Check that the bucket CORE_OUTPUTS_URL names exists."
+  return "Try again once the object store can be reached."
+}
+
 /** What went wrong talking to the store, in a line: S3's code and message (`NoSuchBucket: …`, `ConnectionRefused`). */
 export const messageOf = (cause: unknown): string => {
   if (typeof cause !== "object" || cause === null) return String(cause)

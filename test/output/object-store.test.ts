@@ -426,6 +426,18 @@ describe("ManagedOutputs when the object store fails", () => {
     expect((await back.content.text()).length).toBe(25_000)
   })
 
+  test("another host whose keys the store refuses: unavailable, saying to check the keys (not to wait)", async () => {
+    const made = host("refused-read")
+    const written = await made.run(Effect.flatMap(managed, (outputs) => outputs.write({ text: "made on a host with good keys" })))
+    expect(written.unshared).toBeUndefined()
+    const wrong = host("refused-read", { env: { ...server.env, AWS_ACCESS_KEY_ID: "WRONG", AWS_SECRET_ACCESS_KEY: "WRONG" } })
+    const refused = await wrong.run(Effect.flip(Effect.flatMap(managed, (outputs) => outputs.open(written.id))))
+    expect(refused._tag).toBe("ManagedOutputs.Unavailable")
+    expect(refused.message).toContain("InvalidAccessKeyId")
+    expect(refused.message).toContain("Check the keys core was started with (AWS_ACCESS_KEY_ID")
+    expect(refused.message).not.toContain("Try again once")
+  })
+
   test("a store that accepts the connection and never answers: kept here once the put's time is up", async () => {
     const silent = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
     try {
