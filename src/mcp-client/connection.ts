@@ -21,6 +21,7 @@ import { Nesting } from "../contract/nesting"
 import { ToolName } from "../tool/tool-name"
 import { Tool } from "../tool/tool"
 import { McpContent } from "./mcp-content"
+import { JsonRpc } from "./json-rpc"
 import { McpClientHttp } from "./mcp-client-http"
 import { McpSdk } from "./mcp-sdk"
 import { SchemaCost } from "./schema-cost"
@@ -698,7 +699,7 @@ export class Server {
       return `${server} answered with a result that breaks the output schema it declared while ${doing} (${detail.slice(0, 500)}); the tool ran there, and its result is not used.`
     }
     // An answer the transport could not take as JSON-RPC (a result that is no object, "error": null beside it).
-    const malformed = cause instanceof McpError ? McpClientStdio.malformedWhy(cause) : undefined
+    const malformed = cause instanceof McpError ? JsonRpc.malformedWhy(cause) : undefined
     if (malformed !== undefined) {
       return `${server} answered in a form core cannot read while ${doing} (not valid JSON-RPC: ${malformed}); the tool may have run there.`
     }

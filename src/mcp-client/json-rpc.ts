@@ -4,7 +4,8 @@ export * as JsonRpc from "./json-rpc"
 // request, a notification, a result or an error, each with no other members), checked by hand: every message a
 // server sends passes here, and the SDK's schema union tries each shape in turn and copies the message. What the
 // message carries (a result's content, a request's params) is checked where it is read, by the request's own schema.
-// Pure: it reads the value and never changes it.
+// Pure: it reads the value and never changes it. A malformed answer to a request becomes an error for that request
+// (`stoodIn`), which the transports hand on in its place: each transport reads its server's messages itself.
 
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 
@@ -83,4 +84,37 @@ export const answerFlaw = (value: unknown): { readonly id: string | number; read
   }
   if ("result" in value) return { id, why: `its result is ${isRecord(value.result) ? "an object whose _meta is malformed" : `${typeOf(value.result)}, not an object`}` }
   return { id, why: "its error has no integer code and message" }
+}
+
+/** JSON-RPC's "internal error": what a malformed answer is reported to its request as. */
+const INTERNAL_ERROR = -32603
+/**
+ * What marks the error core makes of a malformed answer (in its `data`, with what is wrong in `why`): a token of this
+ * process, which no server can send, so that ../connection words only core's own as such.
+ */
+const MALFORMED = crypto.randomUUID()
+
+/**
+ * What a transport hands on in place of `value` (a parsed message that is not one: see `isMessage`) when it is
+ * plainly a malformed answer to a request (`answerFlaw`): an error for that request, saying what is wrong, so that
+ * it fails now rather than wait out its timeout and blame the server's silence. Undefined for anything else.
+ */
+export const stoodIn = (value: unknown): JSONRPCMessage | undefined => {
+  const flaw = answerFlaw(value)
+  if (flaw === undefined) return undefined
+  return {
+    jsonrpc: VERSION,
+    id: flaw.id,
+    error: {
+      code: INTERNAL_ERROR,
+      message: `the server's answer to this request is not valid JSON-RPC: ${flaw.why}`,
+      data: { malformed: MALFORMED, why: flaw.why },
+    },
+  }
+}
+
+/** What is wrong with a malformed answer, when `cause` (an error a request failed with) is core's own saying so. */
+export const malformedWhy = (cause: { readonly data?: unknown }): string | undefined => {
+  const data = cause.data as { readonly malformed?: unknown; readonly why?: unknown } | undefined
+  return typeof data === "object" && data !== null && data.malformed === MALFORMED && typeof data.why === "string" ? data.why : undefined
 }

@@ -16,19 +16,6 @@ import { Supervised } from "../shell/supervised"
 
 /** How long a server gets to exit after SIGTERM when its connection closes. */
 export const GRACE_MS = 1000
-/** JSON-RPC's "internal error": what a malformed answer is reported to its request as. */
-const INTERNAL_ERROR = -32603
-/**
- * What marks the error core makes of a malformed answer (in its `data`, with what is wrong in `why`): a token of this
- * process, which no server can send, so that ../connection words only core's own as such.
- */
-const MALFORMED = crypto.randomUUID()
-
-/** What is wrong with a malformed answer, when `cause` (an error a request failed with) is core's own saying so. */
-export const malformedWhy = (cause: { readonly data?: unknown }): string | undefined => {
-  const data = cause.data as { readonly malformed?: unknown; readonly why?: unknown } | undefined
-  return typeof data === "object" && data !== null && data.malformed === MALFORMED && typeof data.why === "string" ? data.why : undefined
-}
 /** How much of a server's stderr is kept for saying why it ended. */
 const STDERR_TAIL_BYTES = 2048
 /** How long, after the process ended, its last stderr output is waited for. */
@@ -230,20 +217,9 @@ export class Process implements Transport {
     }
     if (!JsonRpc.isMessage(parsed)) {
       this.ignoredLines++
-      // Plainly the answer to a request, but malformed: that request fails now, saying why, rather than waiting
-      // out its timeout and blaming the server's silence.
-      const flaw = JsonRpc.answerFlaw(parsed)
-      if (flaw !== undefined) {
-        this.onmessage?.({
-          jsonrpc: "2.0",
-          id: flaw.id,
-          error: {
-            code: INTERNAL_ERROR,
-            message: `the server's answer to this request is not valid JSON-RPC: ${flaw.why}`,
-            data: { malformed: MALFORMED, why: flaw.why },
-          },
-        })
-      }
+      // Plainly the answer to a request, but malformed: that request fails now, saying why.
+      const error = JsonRpc.stoodIn(parsed)
+      if (error !== undefined) this.onmessage?.(error)
       return
     }
     this.onmessage?.(parsed)

@@ -215,6 +215,78 @@ describe("core as an MCP client over streamable HTTP", () => {
   }, 30_000)
 })
 
+// A server answering a call as an event stream (the transport's other form): a malformed answer there was dropped by
+// the client, and its call waited out the timeout blaming the server's silence. Hand-written, since the SDK's
+// server sends nothing malformed; each event is sent in pieces, some split mid-line, to show they are joined first.
+describe("core as an MCP client over streamable HTTP, against a server answering as an event stream", () => {
+  test("a malformed answer in the stream fails its call at once, saying what is wrong; good answers pass as sent", async () => {
+    const TOOLS = ["scalar", "sloppy", "good", "crlf", "json"].map((name) => ({ name, description: `Answers ${name}`, inputSchema: { type: "object" } }))
+    const answers: Record<string, (id: unknown) => string> = {
+      scalar: (id) => `id: e1\nevent: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", id, result: 5 })}\n\n`,
+      sloppy: (id) => `data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},\ndata: "result":{"content":[]},"error":null}\n\n`,
+      good: (id) =>
+        `: a comment first\n\nevent: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: "fine" }] } })}\n\n`,
+      crlf: (id) => `data: ${JSON.stringify({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: "crlf fine" }] } })}\r\n\r\n`,
+    }
+    const pieces = (text: string) => {
+      const bytes = new TextEncoder().encode(text)
+      return new ReadableStream<Uint8Array>({
+        async start(controller) {
+          for (let at = 0; at < bytes.length; at += 7) {
+            controller.enqueue(bytes.subarray(at, at + 7))
+            await Bun.sleep(1)
+          }
+          controller.close()
+        },
+      })
+    }
+    const http = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(request) {
+        if (request.method !== "POST") return new Response(null, { status: 405 })
+        const message = (await request.json()) as { id?: unknown; method: string; params?: { name?: string } }
+        if (message.id === undefined) return new Response(null, { status: 202 })
+        const json = (result: unknown) => Response.json({ jsonrpc: "2.0", id: message.id, result })
+        if (message.method === "initialize") {
+          return json({ protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "raw-http", version: "1.0.0" } })
+        }
+        if (message.method === "tools/list") return json({ tools: TOOLS })
+        // The same malformed answer as JSON: the client reads it whole and fails the call at once itself.
+        if (message.params?.name === "json") return json(5)
+        const answer = answers[message.params?.name ?? ""]!
+        return new Response(pieces(answer(message.id)), { headers: { "content-type": "text/event-stream" } })
+      },
+    })
+    try {
+      const result = await withLocation(
+        { mcp: { web: { url: `http://127.0.0.1:${http.port}/mcp`, timeoutMs: 30_000 } }, permission: { "web_*": "allow" } },
+        () =>
+          Effect.gen(function* () {
+            const current = yield* turn
+            const started = performance.now()
+            const scalar = yield* settle(current, "web_scalar", {})
+            const sloppy = yield* settle(current, "web_sloppy", {})
+            const waited = performance.now() - started
+            const good = yield* settle(current, "web_good", {})
+            return { scalar, sloppy, waited, good, crlf: yield* settle(current, "web_crlf", {}), json: yield* settle(current, "web_json", {}) }
+          }),
+      )
+      expect(result.scalar.settlement.error?.message).toBe(
+        'MCP server "web" answered in a form core cannot read while calling scalar (not valid JSON-RPC: its result is a ' +
+          "number, not an object); the tool may have run there.",
+      )
+      expect(result.sloppy.settlement.error?.message).toContain('(not valid JSON-RPC: it holds both a "result" and an "error")')
+      expect(result.waited).toBeLessThan(20_000)
+      expect(textOf(result.good.settlement)).toBe("fine")
+      expect(textOf(result.crlf.settlement)).toBe("crlf fine")
+      expect(result.json.settlement.error?.message).toStartWith('MCP server "web" answered with a result core cannot read while calling json (')
+    } finally {
+      await http.stop(true)
+    }
+  }, 60_000)
+})
+
 describe("core as an MCP client over streamable HTTP, against a server that ends its event stream at once", () => {
   // The client opens the stream again as soon as it ends, after the `retry` the server sets: 0 drew 750 GETs a second.
   test("the stream is opened again four times a second at most, and calls go on", async () => {
