@@ -14,6 +14,7 @@ import * as Schema from "effect/Schema"
 import { Boundary } from "../permission/boundary"
 import type { Permission } from "../permission/permission"
 import { Protected } from "../permission/protected"
+import { Rule } from "../permission/rule"
 import { Refusal } from "../tool/refusal"
 import { CommandLine } from "../shell/command-line"
 import { CommandChecks } from "../shell/command-checks"
@@ -587,11 +588,26 @@ const needsOf = Effect.fnUntraced(function* (
  */
 const commandChecks = Effect.fnUntraced(function* (services: Builtin.Services, agent: string, needs: Needs) {
   const { plain, opaque } = needs
-  const variants = [...plain, ...opaque].flatMap((check) => check.variants ?? [])
+  const all = [...plain, ...opaque]
+  const variants = all.flatMap((check) => check.variants ?? [])
   const decisions = yield* services.permission
-    .explain({ agent, action: NAME, resources: [...plain, ...opaque].map((check) => check.resource).concat(variants) })
-  // Another spelling of a command's flags that a rule denies is checked with it, so the deny holds (CommandChecks.Check).
-  const denied = variants.filter((variant) => decisions.some((decision) => decision.resource === variant && decision.effect === "deny"))
+    .explain({ agent, action: NAME, resources: all.map((check) => check.resource).concat(variants) })
+  const decisionOf = new Map(decisions.map((decision) => [decision.resource, decision]))
+  // Another spelling of a command (its flags apart, its quotes undone, git's options left out: CommandChecks.Check)
+  // that a rule of its own denies or asks about meets that rule, as the spelling written would: a rule that also
+  // matches the command as written (a catch-all a later rule overrode for it) is not one of its own.
+  const stricter = (check: CommandChecks.Check, effect: "deny" | "ask") =>
+    (check.variants ?? []).filter((variant) => {
+      const decision = decisionOf.get(variant)
+      return decision?.effect === effect && decision.rule !== undefined && !Rule.matches(decision.rule.resource, check.resource)
+    })
+  const denied = all.flatMap((check) => stricter(check, "deny"))
+  // Asked as written, each time (an "always" saves nothing: no pattern of the spelling written says what was
+  // approved); a person's own approval of the spelling written stands.
+  const askedAs = plain.filter((check) => {
+    const own = decisionOf.get(check.resource)
+    return own?.effect === "allow" && own.approvedBy === undefined && stricter(check, "ask").length > 0
+  })
   const asked = new Set(decisions.filter((decision) => decision.effect === "ask").map((decision) => decision.resource))
   const save = [
     ...new Set(plain.flatMap((check) => (asked.has(check.resource) && check.save !== undefined ? [check.save] : []))),
@@ -599,6 +615,7 @@ const commandChecks = Effect.fnUntraced(function* (services: Builtin.Services, a
   const checks: Array<Permission.Check> = []
   if (denied.length > 0) checks.push({ action: NAME, resources: denied, save: [] })
   if (plain.length > 0) checks.push({ action: NAME, resources: plain.map((check) => check.resource), save })
+  if (askedAs.length > 0) checks.push({ action: NAME, resources: askedAs.map((check) => check.resource), save: [], ask: true })
   // What plants code the user's own programs run is asked of a person each time, as core's configuration is.
   const planted = opaque.filter((check) => check.protected !== undefined)
   if (planted.length > 0) {

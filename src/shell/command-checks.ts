@@ -233,7 +233,7 @@ export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
     } else if (command.kind === "assignment") {
       found.push({ resource: command.text, save: exact(command.text) })
     } else {
-      found.push(...checksFor(command.assignments, command.words, suffixOf(command.redirects), command.transparent === true))
+      found.push(...checksFor(command.assignments, command.words, suffixOf(command.redirects, command.feeds), command.transparent === true))
     }
   }
   const opaque: Array<Opaque> = [...parsed.opaque, ...renamed(parsed)]

@@ -60,7 +60,9 @@ export interface Simple {
   readonly words: ReadonlyArray<Word>
   /** Its own file redirections. */
   readonly redirects: ReadonlyArray<Redirect>
-  /** What it is checked as: its text with the name unquoted, then its redirections. */
+  /** Its heredocs and here-strings as written: what it is fed, shown and checked after its redirections. */
+  readonly feeds: ReadonlyArray<string>
+  /** What it is checked as: its text with the name unquoted, then its redirections and what it is fed. */
   readonly resource: string
   /**
    * The resource of the command whose code string holds it (`bash -c '…'`), if any: what is asked about when
@@ -176,6 +178,8 @@ interface Gathered {
   readonly redirects: Array<Redirect>
   /** Words the grammar attached to a redirection that are really the command's arguments (`echo > out hi`). */
   readonly words: Array<Word>
+  /** Its heredocs and here-strings as written (`<<EOF`, its body and end; `<<< "…"`): what it is fed. */
+  readonly feeds: Array<string>
 }
 
 /** Reads one redirection node into `into`: its file target, if it has one, and any arguments it swallowed. */
@@ -195,7 +199,15 @@ const redirection = (node: Node, into: Gathered): void => {
     })
     return
   }
+  if (node.type === "herestring_redirect") {
+    into.feeds.push(node.text)
+    return
+  }
   if (node.type === "heredoc_redirect") {
+    // Its start, then its body and end, which the grammar holds here though they come on the lines after.
+    const part = (type: string) => node.children.find((child) => child?.type === type)?.text ?? ""
+    const operator = node.children.find((child) => child !== null && !child.isNamed)?.text ?? "<<"
+    into.feeds.push(`${operator}${part("heredoc_start")}\n${part("heredoc_body")}${part("heredoc_end")}`)
     into.words.push(...node.childrenForFieldName("argument").filter((child) => child !== null).map(Words.of))
     // `cat <<EOF > out`: the grammar nests the redirections that follow the heredoc's start.
     for (const nested of node.childrenForFieldName("redirect")) if (nested !== null) redirection(nested, into)
@@ -213,7 +225,8 @@ export const nameOf = (value: string): string =>
 export const textOf = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>): string =>
   [...assignments, nameOf(words[0]!.value!), ...words.slice(1).map((word) => word.text)].join(" ")
 
-export const suffixOf = (redirects: ReadonlyArray<Redirect>): string => redirects.map((redirect) => ` ${redirect.text}`).join("")
+export const suffixOf = (redirects: ReadonlyArray<Redirect>, feeds: ReadonlyArray<string> = []): string =>
+  redirects.map((redirect) => ` ${redirect.text}`).join("") + feeds.map((feed) => ` ${feed}`).join("")
 
 /**
  * Reads literal bash code a command runs (`bash -c '…'`) into the same collector, its commands checked like the
@@ -258,7 +271,7 @@ const inspect = (given: ReadonlyArray<Word>, owner: string, collector: Collector
 
 const simple = (node: Node, outer: Gathered, collector: Collector) => {
   const assignments: Array<string> = []
-  const gathered: Gathered = { redirects: [], words: [] }
+  const gathered: Gathered = { redirects: [], words: [], feeds: [] }
   const args: Array<Word> = []
   let name: Word | undefined
   let named = false
@@ -273,6 +286,7 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
     else if (named) args.push(Words.of(child))
   }
   const redirects = [...gathered.redirects, ...outer.redirects]
+  const feeds = [...gathered.feeds, ...outer.feeds]
   const rest = [...args, ...gathered.words, ...outer.words]
   if (!named) {
     const commands: ReadonlyArray<Simple> = []
@@ -283,14 +297,14 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
   if (name === undefined || name.value === undefined || name.value === "" || name.glob) {
     // Which program runs is known only when it runs: asked as the command, every time. Its redirections still
     // name files, checked as the statement's.
-    const text = [...assignments, name?.text ?? "", ...rest.map((word) => word.text)].join(" ") + suffixOf(redirects)
+    const text = [...assignments, name?.text ?? "", ...rest.map((word) => word.text)].join(" ") + suffixOf(redirects, feeds)
     const resource = collector.within ?? text
     collector.opaque.push({ resource, reason: `its command name ${name?.text ?? ""} is not known before it runs` })
     const scope = begin(collector)
     for (const redirect of redirects) collector.statements.push({ owner: resource, redirect, commands: undefined, scope })
     return
   }
-  addCommand(assignments, [name, ...rest], redirects, node.text, collector)
+  addCommand(assignments, [name, ...rest], redirects, node.text, collector, feeds)
 }
 
 /**
@@ -303,10 +317,11 @@ const addCommand = (
   redirects: ReadonlyArray<Redirect>,
   text: string,
   collector: Collector,
+  feeds: ReadonlyArray<string> = [],
 ): void => {
   const name = words[0]!
   const rest = words.slice(1)
-  const resource = textOf(assignments, words) + suffixOf(redirects)
+  const resource = textOf(assignments, words) + suffixOf(redirects, feeds)
   const within = collector.within
   // A subcommand written as a pattern (`npm ru[n] x`) is whatever file name bash expands it to: not known.
   if (Object.hasOwn(Arity.TABLE, name.value!) && Arity.TABLE[name.value!]! > 1 && rest[0]?.glob === true) {
@@ -316,9 +331,9 @@ const addCommand = (
   // ZDOTDIR, zsh's) may run more than its code: it is not transparent. One given an environment keeps its own
   // check (its code's commands are still their own).
   const neutral = !mentionsStartup(collector)
-  const transparent = neutral && assignments.length === 0 && redirects.length === 0 && Runs.transparent(words)
+  const transparent = neutral && assignments.length === 0 && redirects.length === 0 && feeds.length === 0 && Runs.transparent(words)
   const scope = begin(collector)
-  collector.commands.push({ kind: "command", assignments, words, redirects, resource, within, text, scope, transparent })
+  collector.commands.push({ kind: "command", assignments, words, redirects, feeds, resource, within, text, scope, transparent })
   Evaluation.evaluatingCommand(words, within ?? resource, collector)
   // Also the environment a wrapper gives (`env PS4='…' bash -x`, `sudo EDITOR=… visudo`).
   const environment = [...assignments, ...words.slice(1).flatMap((word) => (word.value === undefined ? [] : [word.value]))]
@@ -357,7 +372,7 @@ const other = (
   resource = text,
 ): void => {
   const scope = begin(collector)
-  collector.commands.push({ kind, assignments: [], words, redirects: [], resource, within: collector.within, text, scope })
+  collector.commands.push({ kind, assignments: [], words, redirects: [], feeds: [], resource, within: collector.within, text, scope })
 }
 
 /**
@@ -414,7 +429,7 @@ const lastOf = (body: Node, collector: Collector): Node => {
   return node
 }
 
-const visit = (node: Node, collector: Collector, outer: Gathered = { redirects: [], words: [] }): void => {
+const visit = (node: Node, collector: Collector, outer: Gathered = { redirects: [], words: [], feeds: [] }): void => {
   Evaluation.evaluates(node, collector)
   if (node.isError || node.isMissing) collector.unparsed ??= "bash cannot parse it"
   switch (node.type) {
@@ -423,7 +438,7 @@ const visit = (node: Node, collector: Collector, outer: Gathered = { redirects: 
       break
     case "redirected_statement": {
       const body = node.childForFieldName("body")
-      const gathered: Gathered = { redirects: [], words: [] }
+      const gathered: Gathered = { redirects: [], words: [], feeds: [] }
       for (const redirect of node.childrenForFieldName("redirect")) if (redirect !== null) redirection(redirect, gathered)
       // `a && b < in` and `a | b > out` are read by the grammar as the list's or the pipeline's redirection; bash
       // gives it to the last command (or compound command) alone, as here: the parts before it are read as they are.
@@ -492,7 +507,7 @@ const visit = (node: Node, collector: Collector, outer: Gathered = { redirects: 
       // redirections) here, as the enclosing statement's.
       const parent = node.parent
       if (parent !== null && !["command", "redirected_statement", "heredoc_redirect"].includes(parent.type)) {
-        const gathered: Gathered = { redirects: [], words: [] }
+        const gathered: Gathered = { redirects: [], words: [], feeds: [] }
         redirection(node, gathered)
         const scope = begin(collector)
         for (const redirect of gathered.redirects) {
@@ -532,6 +547,18 @@ const joinContinuations = (root: Node, text: string): string => {
   return joined
 }
 
+/** What ends a word to bash, so that a `#` after it starts a comment. */
+const WORD_BREAK = /^[ \t\n;&|()<>]$/
+
+/** Where bash ends the `$'…'` string starting at `start` (past its closing quote), or -1 when it does not end. */
+const ansiCEnd = (text: string, start: number): number => {
+  for (let at = start + 2; at < text.length; at++) {
+    if (text[at] === "\\") at++
+    else if (text[at] === "'") return at + 1
+  }
+  return -1
+}
+
 /** A heredoc's end word as core reads it: a plain word, or one quoted whole (`'EOF'`, `"EOF"`, `\EOF`). */
 const HEREDOC_WORD = /^(?:([A-Za-z0-9_.-]+)|'([A-Za-z0-9_.-]+)'|"([A-Za-z0-9_.-]+)"|\\([A-Za-z0-9_.-]+))$/
 
@@ -545,6 +572,11 @@ const HEREDOC_WORD = /^(?:([A-Za-z0-9_.-]+)|'([A-Za-z0-9_.-]+)'|"([A-Za-z0-9_.-]
  * quotes, a comment, a quoted heredoc, or after a backslash.
  */
 const misread = (root: Node, text: string): { readonly unparsed?: string; readonly opaque?: string } => {
+  const escaped = (at: number) => {
+    let backslashes = 0
+    while (at - backslashes - 1 >= 0 && text[at - backslashes - 1] === "\\") backslashes++
+    return backslashes % 2 === 1
+  }
   const read = new Set<number>()
   const inert: Array<readonly [number, number]> = []
   /** Where a character is text to both readers: quoted, a heredoc's body, a comment. */
@@ -573,11 +605,24 @@ const misread = (root: Node, text: string): { readonly unparsed?: string; readon
         break
       case "raw_string":
       case "ansi_c_string":
+        // In double quotes bash reads neither as quoting: the grammar's reading must not run past a `"` there.
+        // Outside them, bash ends `$'…'` at its first quote not escaped (`$'\\'` ends at the second), where the
+        // grammar reads `\'` as an escaped quote and runs on to a later one, reading commands between as text.
+        if (inString ? node.text.includes('"') : node.type === "ansi_c_string" && ansiCEnd(text, node.startIndex) !== node.endIndex) {
+          found ??= { unparsed: "bash ends a quoted string elsewhere than core reads it" }
+        }
         quoted.push([node.startIndex, node.endIndex])
         if (inString) break
         inert.push([node.startIndex, node.endIndex])
         return
       case "comment":
+        // `#` starts a comment only at a word's start: after a space the grammar skips as a backslash-space
+        // (`echo \\ #; rm x`), bash reads `#` inside a word and runs what follows.
+        // (A carriage return, form feed or vertical tab before it is said of below.)
+        const before = text[node.startIndex - 1]
+        if (before !== undefined && !/[\r\f\v]/.test(before) && !(WORD_BREAK.test(before) && !escaped(node.startIndex - 1))) {
+          found ??= { unparsed: "bash reads a # as part of a word where core reads a comment" }
+        }
         quoted.push([node.startIndex, node.endIndex])
         inert.push([node.startIndex, node.endIndex])
         return
@@ -619,11 +664,6 @@ const misread = (root: Node, text: string): { readonly unparsed?: string; readon
   // `true\r#$(cmd)` runs cmd where the grammar reads a comment.
   for (const match of text.matchAll(/[\r\f\v]/g)) {
     if (!within(quoted, match.index)) return { unparsed: "it holds a carriage return, form feed or vertical tab outside quotes, which bash reads as part of a word" }
-  }
-  const escaped = (at: number) => {
-    let backslashes = 0
-    while (at - backslashes - 1 >= 0 && text[at - backslashes - 1] === "\\") backslashes++
-    return backslashes % 2 === 1
   }
   // A line continuation inside quotes or an expansion, which bash removes first: `"$\<newline>(cmd)"` is `$(cmd)`.
   const SUBSTITUTIONS = /\$[({]|`/g

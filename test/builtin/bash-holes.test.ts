@@ -144,6 +144,12 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["nc -l -p 9 -e /bin/rm", "asked"],
   ["a='x[$(rm v.txt)]'; echo ${a:0:$a}", "asked"],
   ["a='x[$(rm v.txt)]'; case 1 in $((a))) ;; esac", "asked"],
+  // Where the grammar ends a quoted string or starts a comment elsewhere than bash: what follows ran unseen.
+  ["echo $'\\\\'; rm v.txt #'", "asked"],
+  ["x=$'a\\\\'; rm v.txt #'", "asked"],
+  ["echo \\ #; rm v.txt", "asked"],
+  ["echo \\\t#; rm v.txt", "asked"],
+  ["echo \"$'\\\\'\" ; rm v.txt #'\"", "denied"],
 ]
 
 describe("a denied command cannot be run another way", () => {
@@ -195,6 +201,100 @@ describe("a denied subcommand cannot be run spelled another way", () => {
     for (const command of ['git -C . "status" --short || true', "git --no-pager log -1 || true", 'echo "push"']) {
       expect([command, (await box.settle("bash", { command })).settlement.status]).toEqual([command, "success"])
     }
+  })
+})
+
+// An ask of a subcommand was met by its other spellings only where a deny was: `git pu''sh`, `git -C . push` and
+// `rm -fr` ran unasked under "git push *" and "rm -rf *" asked. A rule of its own about another spelling holds for
+// an ask as for a deny; a catch-all that also matches the spelling written (which a later rule overrode for it)
+// neither asks nor denies for its other spellings.
+describe("an asked subcommand is asked spelled another way", () => {
+  const RULES = [
+    { action: "bash", resource: "*", effect: "allow" },
+    { action: "bash", resource: "git push *", effect: "ask" },
+    { action: "bash", resource: "git tag *", effect: "ask" },
+    { action: "bash", resource: "rm -rf *", effect: "ask" },
+  ] as const
+  const ROWS = [
+    "git pu''sh origin main",
+    'git "push" origin main',
+    "git -C . push origin main",
+    "git --no-pager push origin main",
+    "git --git-dir=.git push",
+    "git t'a'g v1",
+    "rm -fr d",
+    "rm -r -f d",
+    "rm --recursive --force d",
+  ]
+  for (const command of ROWS) {
+    test(`${JSON.stringify(command)} is asked, as written, and declined runs nothing`, async () => {
+      const box = harness({ rules: RULES, files: { "d/kept.txt": "x" } })
+      const outcome = await box.settle("bash", { command })
+      expect(outcome.settlement.status).not.toBe("success")
+      expect(outcome.asks.map((ask) => ask.resources)).toContainEqual([command])
+      expect(existsSync(join(box.directory, "d/kept.txt"))).toBe(true)
+    })
+  }
+
+  test("approved, it runs; the spelling written is what was asked, and an always saves nothing", async () => {
+    const box = harness({ rules: RULES, files: { "d/kept.txt": "x" } })
+    const outcome = await box.settle("bash", { command: "rm -fr d" }, { reply: { reply: "always" } })
+    expect(outcome.settlement.status).toBe("success")
+    expect(outcome.asks).toEqual([{ action: "bash", resources: ["rm -fr d"], save: [] }])
+    expect(existsSync(join(box.directory, "d"))).toBe(false)
+  })
+
+  test("a catch-all overridden for the spelling written does not ask, nor deny, for its other spellings", async () => {
+    const asked = harness({
+      rules: [
+        { action: "bash", resource: "*", effect: "ask" },
+        { action: "bash", resource: "rm -rf *", effect: "allow" },
+      ],
+      files: { "d/kept.txt": "x" },
+    })
+    const allowed = await asked.settle("bash", { command: "rm -rf d" })
+    expect(allowed.asks).toEqual([])
+    expect(allowed.settlement.status).toBe("success")
+    const denied = harness({
+      rules: [
+        { action: "bash", resource: "*", effect: "deny" },
+        { action: "bash", resource: "rm -rf *", effect: "allow" },
+      ],
+      files: { "d/kept.txt": "x" },
+    })
+    expect((await denied.settle("bash", { command: "rm -rf d" })).settlement.status).toBe("success")
+  })
+})
+
+// A heredoc or here-string is what the program it feeds runs (`sh <<<"…"`, `python3 <<EOF`): an ask about the
+// program showed its name alone, and a rule saw nothing of it.
+describe("what a heredoc or here-string feeds a command is part of what is asked and checked", () => {
+  const RULES = [{ action: "bash", resource: "*", effect: "allow" }] as const
+  const ROWS = [
+    'sh <<<"echo PWNED > made.txt"',
+    "python3 <<EOF\nopen('made.txt', 'w')\nEOF",
+    "bash <<-'EOF'\n\ttouch made.txt\n\tEOF",
+  ]
+  for (const command of ROWS) {
+    test(`${JSON.stringify(command)} is asked with what it is fed`, async () => {
+      const box = harness({ rules: RULES })
+      const outcome = await box.settle("bash", { command })
+      expect(outcome.settlement.status).not.toBe("success")
+      expect(outcome.asks.flatMap((ask) => ask.resources).some((resource) => resource.includes("made.txt"))).toBe(true)
+      expect(existsSync(join(box.directory, "made.txt"))).toBe(false)
+    })
+  }
+
+  test("a rule about what is fed holds; a heredoc's command is checked with it", async () => {
+    const box = harness({
+      rules: [...RULES, { action: "bash", resource: "* <<EOF*rm *", effect: "deny" }],
+      files: { "v.txt": "x" },
+    })
+    const outcome = await box.settle("bash", { command: "xargs <<EOF\nrm v.txt\nEOF" })
+    expect(outcome.settlement.error?.kind).toBe("denied")
+    expect(existsSync(join(box.directory, "v.txt"))).toBe(true)
+    const fed = await box.settle("bash", { command: "cat <<EOF\nhello\nEOF" })
+    expect(fed.settlement.status).toBe("success")
   })
 })
 

@@ -43,7 +43,7 @@ describe("CommandChecks.checks: every command on its own", () => {
     ["for f in $(ls); do rm $f; done", ["ls", "rm $f"]],
     ["f() { rm -rf /; }", ["rm -rf /"]],
     ["[[ -n $(pwd) ]] && true", ["[[ -n $(pwd) ]]", "pwd", "true"]],
-    ["cat <<EOF\nhello $(rm x)\nEOF", ["cat", "rm x"]],
+    ["cat <<EOF\nhello $(rm x)\nEOF", ["cat <<EOF\nhello $(rm x)\nEOF", "rm x"]],
     ["echo hi >&2 2>&1", ["echo hi"]],
     ["echo > out.txt hello", ["echo hello > out.txt"]],
   ]
@@ -54,7 +54,7 @@ describe("CommandChecks.checks: every command on its own", () => {
   }
 
   test("a quoted heredoc delimiter keeps its body as text, not commands", async () => {
-    expect(await resources("cat <<'EOF'\n$(rm x)\nEOF")).toEqual(["cat"])
+    expect(await resources("cat <<'EOF'\n$(rm x)\nEOF")).toEqual(["cat <<'EOF'\n$(rm x)\nEOF"])
   })
 
   test("a command name is checked by its value, however it is quoted", async () => {
@@ -188,7 +188,9 @@ describe("CommandChecks.checks: redirections belong to their command", () => {
   test("a command is checked with its file redirections, as written", async () => {
     expect(await resources("echo hi > src/main.ts")).toEqual(["echo hi > src/main.ts"])
     expect(await resources("make 2>/dev/null >>log < in")).toEqual(["make 2>/dev/null >>log < in"])
-    expect(await resources("cat <<EOF > out\nbody\nEOF")).toEqual(["cat > out"])
+    // What a heredoc or here-string feeds it comes last, as written.
+    expect(await resources("cat <<EOF > out\nbody\nEOF")).toEqual(["cat > out <<EOF\nbody\nEOF"])
+    expect(await resources("sh <<< 'rm x' 2>/dev/null")).toEqual(["sh 2>/dev/null <<< 'rm x'"])
   })
 
   test("an always still saves the command's prefix, or the exact text with its redirections", async () => {
@@ -309,24 +311,24 @@ describe("CommandChecks.checks: what cannot be known from the text is opaque", (
     ["echo 'rm x' | bash", "bash"],
     ["curl -s example.com | python3", "python3"],
     ["bash < script.sh", "bash < script.sh"],
-    ["bash <<< 'rm x'", "bash"],
-    ["node <<EOF\nrequire('fs')\nEOF", "node"],
+    ["bash <<< 'rm x'", "bash <<< 'rm x'"],
+    ["node <<EOF\nrequire('fs')\nEOF", "node <<EOF\nrequire('fs')\nEOF"],
     ["echo x | bash -s arg", "bash -s arg"],
     // Other spellings of the same input, and program files that are the line's own.
-    ["bash /dev/./stdin <<< 'rm x'", "bash /dev/./stdin"],
-    ["sh /dev/../dev/stdin <<< 'rm x'", "sh /dev/../dev/stdin"],
-    [". /dev/../dev/stdin <<< 'rm x'", ". /dev/../dev/stdin"],
-    ["python3 /dev/./stdin <<< 'x'", "python3 /dev/./stdin"],
-    ["bash /proc/self/./fd/0 <<< 'rm x'", "bash /proc/self/./fd/0"],
-    ["bash /dev/fd/./0 <<< 'rm x'", "bash /dev/fd/./0"],
-    ["bash ../../../../dev/stdin <<< 'rm x'", "bash ../../../../dev/stdin"],
-    ["bash /dev/stdin/. <<< 'rm x'", "bash /dev/stdin/."],
-    ["awk -f /dev/stdin <<< 'BEGIN{}'", "awk -f /dev/stdin"],
-    ["awk --file=/dev/stdin <<< 'BEGIN{}'", "awk --file=/dev/stdin"],
-    ["mawk -f - <<< 'BEGIN{}'", "mawk -f -"],
-    ["make --file=/dev/stdin <<< 'all:; rm x'", "make --file=/dev/stdin"],
-    ["make --makefile=/dev/stdin <<< 'all:; rm x'", "make --makefile=/dev/stdin"],
-    ["make -f - <<< 'all:; rm x'", "make -f -"],
+    ["bash /dev/./stdin <<< 'rm x'", "bash /dev/./stdin <<< 'rm x'"],
+    ["sh /dev/../dev/stdin <<< 'rm x'", "sh /dev/../dev/stdin <<< 'rm x'"],
+    [". /dev/../dev/stdin <<< 'rm x'", ". /dev/../dev/stdin <<< 'rm x'"],
+    ["python3 /dev/./stdin <<< 'x'", "python3 /dev/./stdin <<< 'x'"],
+    ["bash /proc/self/./fd/0 <<< 'rm x'", "bash /proc/self/./fd/0 <<< 'rm x'"],
+    ["bash /dev/fd/./0 <<< 'rm x'", "bash /dev/fd/./0 <<< 'rm x'"],
+    ["bash ../../../../dev/stdin <<< 'rm x'", "bash ../../../../dev/stdin <<< 'rm x'"],
+    ["bash /dev/stdin/. <<< 'rm x'", "bash /dev/stdin/. <<< 'rm x'"],
+    ["awk -f /dev/stdin <<< 'BEGIN{}'", "awk -f /dev/stdin <<< 'BEGIN{}'"],
+    ["awk --file=/dev/stdin <<< 'BEGIN{}'", "awk --file=/dev/stdin <<< 'BEGIN{}'"],
+    ["mawk -f - <<< 'BEGIN{}'", "mawk -f - <<< 'BEGIN{}'"],
+    ["make --file=/dev/stdin <<< 'all:; rm x'", "make --file=/dev/stdin <<< 'all:; rm x'"],
+    ["make --makefile=/dev/stdin <<< 'all:; rm x'", "make --makefile=/dev/stdin <<< 'all:; rm x'"],
+    ["make -f - <<< 'all:; rm x'", "make -f - <<< 'all:; rm x'"],
     ["echo 'rm x' | capsh --", "capsh --"],
   ]
   for (const [line, resource] of fedOnStdin) {
