@@ -222,6 +222,15 @@ export const WRAPPERS: Readonly<Record<string, Wrapper>> = {
   run0: wrapper(["-u", "-g", "--user", "--group", "--setenv", "--chdir", "--property", "--unit", "--slice", "--nice", "-D"], 0, false, ["--no-ask-password"]),
   please: wrapper(["-u", "-d", "-t", "-p"], 0, false, ["-n", "-w", "-a", "-c"]),
   envdir: wrapper([], 1),
+  // Run a command as a user, named first (`gosu nobody cmd`).
+  gosu: wrapper([], 1),
+  "su-exec": wrapper([], 1),
+  // Compiler caches and launchers, which run the command after them.
+  ccache: wrapper(),
+  sccache: wrapper(),
+  distcc: wrapper(),
+  daemonize: wrapper(["-c", "-e", "-E", "-l", "-o", "-p", "-u"], 0, false, ["-a", "-v"]),
+  tsocks: wrapper(),
   setuidgid: wrapper([], 1),
   envuidgid: wrapper([], 1),
   softlimit: wrapper(["-m", "-a", "-d", "-o", "-p", "-f", "-c", "-r", "-t", "-s", "-l"]),
@@ -297,12 +306,25 @@ export const SUBCOMMAND_WRAPPERS: Readonly<Record<string, Wrapper>> = {
   "distrobox enter": wrapper(["-n", "--name", "-a", "--additional-flags"], 0, false, ["-T", "--no-tty", "-nw", "--no-workdir", "--clean-path"]),
 }
 
+/**
+ * The dynamic loader by its names on Linux (`ld-linux-x86-64.so.2`, `ld-linux-aarch64.so.1`, `ld-linux.so.2`,
+ * `ld64.so.2`, `ld.so`): run as a program, it runs the program named after its options (`ld.so /bin/rm x`).
+ */
+const LOADER = /^(?:ld(?:-linux(?:-[\w-]+)?)?\.so(?:\.\d+)?|ld64\.so\.\d+)$/
+const LOADER_WRAPPER = wrapper(
+  ["--library-path", "--inhibit-rpath", "--audit", "--preload", "--argv0", "--glibc-hwcaps-prepend", "--glibc-hwcaps-mask"],
+  0,
+  false,
+  ["--inhibit-cache", "--verify", "--list"],
+)
+
 /** The wrapper that `words` (a command with a literal name) is, with how many words name it, if any. */
 export const wrapperOf = (
   words: ReadonlyArray<{ readonly value: string | undefined }>,
   name: string,
 ): { readonly wrapper: Wrapper; readonly length: number } | undefined => {
   if (Object.hasOwn(WRAPPERS, name)) return { wrapper: WRAPPERS[name]!, length: 1 }
+  if (LOADER.test(name)) return { wrapper: LOADER_WRAPPER, length: 1 }
   for (const length of [3, 2]) {
     const key = [name, ...words.slice(1, length).map((word) => word.value)].join(" ")
     if (words.length >= length && Object.hasOwn(SUBCOMMAND_WRAPPERS, key)) return { wrapper: SUBCOMMAND_WRAPPERS[key]!, length }

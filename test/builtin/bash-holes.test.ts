@@ -144,6 +144,12 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["nc -l -p 9 -e /bin/rm", "asked"],
   ["a='x[$(rm v.txt)]'; echo ${a:0:$a}", "asked"],
   ["a='x[$(rm v.txt)]'; case 1 in $((a))) ;; esac", "asked"],
+  // The dynamic loader runs the program named after it; so do these, which were not known as wrappers.
+  ["/lib64/ld-linux-x86-64.so.2 /bin/rm v.txt", "denied"],
+  ["ld.so --library-path /usr/lib /bin/rm v.txt", "denied"],
+  ["gosu root rm v.txt", "denied"],
+  ["ccache rm v.txt", "denied"],
+  ["daemonize -c . /bin/rm v.txt", "denied"],
   // Where the grammar ends a quoted string or starts a comment elsewhere than bash: what follows ran unseen.
   ["echo $'\\\\'; rm v.txt #'", "asked"],
   ["x=$'a\\\\'; rm v.txt #'", "asked"],
