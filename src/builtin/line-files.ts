@@ -139,6 +139,26 @@ const deniedUnder = (root: string, denied: (real: string) => boolean): ReadonlyA
   return found
 }
 
+/**
+ * The paths a copy or move of the directory `source` makes under `into` (each file at the same place under it) that
+ * `denied` denies; nothing when `source` is no directory. As bounded as deniedUnder.
+ */
+const deniedInto = (source: string, into: string, denied: (real: string) => boolean): ReadonlyArray<string> => {
+  if (statSync(source, { throwIfNoEntry: false })?.isDirectory() !== true) return []
+  const found: Array<string> = []
+  let walked = 0
+  try {
+    for (const match of new Bun.Glob("**").scanSync({ cwd: source, dot: true, onlyFiles: true, followSymlinks: false })) {
+      const path = resolve(into, match)
+      if (denied(path)) found.push(path)
+      if (++walked >= MAX_WALKED) break
+    }
+  } catch {
+    // What cannot be listed cannot be copied by the command either.
+  }
+  return found
+}
+
 export interface Files {
   /** What the line reads, as the `read` rules name it (relative inside the Location, absolute outside). */
   readonly reads: ReadonlySet<string>
@@ -187,17 +207,27 @@ export const of = Effect.fnUntraced(function* (input: {
         if (accessed.writes) {
           written.add(match)
           viewed ||= resolved.success.perProcess
+          const sources = (accessed.sources ?? []).flatMap((source) =>
+            source.value === undefined ? [] : source.glob ? expand(source, from) : [source.value],
+          )
           if (resolved.success.kind === "directory") {
-            // A copy into a directory changes the name it makes there (`cp x keep` writes keep/x).
-            for (const source of accessed.sources ?? []) {
-              if (source.value === undefined) continue
-              const names = source.glob ? expand(source, from) : [source.value]
-              for (const name of names) written.add(join(match, basename(name)))
+            // A copy into a directory changes the name it makes there (`cp x keep` writes keep/x), and a directory
+            // copied or moved there, each file it holds: those the `edit` rules deny are changed too (`stage/.`
+            // copies what stage holds into the directory itself).
+            for (const name of sources) {
+              written.add(join(match, basename(name)))
+              if (editDenied === undefined) continue
+              const into = basename(name) === "." ? [match] : name.endsWith("/") ? [match, join(match, basename(name))] : [join(match, basename(name))]
+              for (const target of into) for (const file of deniedInto(resolve(from, name), target, editDenied)) written.add(file)
             }
-            // A whole directory changed (`rm -r keep`): each file under it the `edit` rules deny is changed too.
+            // A whole directory changed (`rm -r keep`, `mv keep elsewhere`): each file under it the `edit` rules
+            // deny is changed too.
             if (accessed.deep === true && editDenied !== undefined) {
               for (const file of deniedUnder(resolved.success.real, editDenied)) written.add(file)
             }
+          } else if (editDenied !== undefined && sources.length === 1) {
+            // A directory copied or moved to a new name (`mv stage keep`) is that name: its files land under it.
+            for (const file of deniedInto(resolve(from, sources[0]!), match, editDenied)) written.add(file)
           }
         }
       }

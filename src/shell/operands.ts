@@ -357,12 +357,18 @@ export const of = (name: string, written: ReadonlyArray<Word>): Array<Operand> =
   const target = copying ? (targeted ? found.findIndex((operand) => operand.access === "write") : -1) : -1
   const sources = copying ? (targeted ? positional : positional.slice(0, -1)) : []
   if (target !== -1) found[target] = { ...found[target]!, sources }
+  // A hard link is another name through which its file can be changed: linking is changing it (`ln yarn.lock y`).
+  const hardLink = name === "ln" && !has(/^(-[A-Za-z]*s[A-Za-z]*|--symbolic)$/)
   positional.forEach((word, index) => {
     if (word.value === "-") return
     const last = index === positional.length - 1 && !targeted
     const each: Access =
-      moving ? (last ? "write" : "both") : access === "copy" ? (last ? "write" : "read") : access === "output" ? (index === 0 ? "read" : "write") : access
-    found.push({ word, writes: false, access: each, ...(deep && each !== "read" ? { deep } : {}), ...(copying && last ? { sources } : {}) })
+      moving || hardLink
+        ? last ? "write" : "both"
+        : access === "copy" ? (last ? "write" : "read") : access === "output" ? (index === 0 ? "read" : "write") : access
+    // What is moved changes whole, every file under it (`mv keep elsewhere`).
+    const whole = (deep && each !== "read") || (moving && !last)
+    found.push({ word, writes: false, access: each, ...(whole ? { deep: true } : {}), ...(copying && last ? { sources } : {}) })
   })
   return found
 }

@@ -304,6 +304,42 @@ describe("what a heredoc or here-string feeds a command is part of what is asked
   })
 })
 
+// Files an `edit` rule denies changed by commands core has a table for: a directory's contents copied in
+// (`stage/.`), the directory moved away and back around a write, a hard link written through.
+describe("an edit-denied file is not changed by copying, moving or linking around the rule", () => {
+  const RULES = [
+    { action: "*", resource: "*", effect: "allow" },
+    { action: "edit", resource: "protected/*", effect: "deny" },
+    { action: "edit", resource: "*.lock", effect: "deny" },
+  ] as const
+  const FILES = { "protected/file.txt": "kept", "stage/file.txt": "replaced", "stage/new.txt": "new", "yarn.lock": "kept" }
+  for (const command of [
+    "cp -a stage/. protected/",
+    "cp -r stage/. protected",
+    "mv protected p2",
+    "ln yarn.lock y2 && echo pwned >> y2",
+    "ln -f yarn.lock y2",
+  ]) {
+    test(`${JSON.stringify(command)} is denied`, async () => {
+      const box = harness({ rules: RULES, files: FILES })
+      const outcome = await box.settle("bash", { command })
+      expect(outcome.settlement.error?.kind).toBe("denied")
+      expect(readFileSync(join(box.directory, "protected/file.txt"), "utf8")).toBe("kept")
+      expect(existsSync(join(box.directory, "protected/new.txt"))).toBe(false)
+      expect(readFileSync(join(box.directory, "yarn.lock"), "utf8")).toBe("kept")
+    })
+  }
+
+  test("a directory moved to the denied name with a file in it is denied; copied or moved elsewhere, it runs", async () => {
+    const box = harness({ rules: RULES, files: { "p2/new.txt": "new", "stage/file.txt": "x", "yarn.lock": "kept" } })
+    expect((await box.settle("bash", { command: "mv p2 protected" })).settlement.error?.kind).toBe("denied")
+    expect(existsSync(join(box.directory, "protected"))).toBe(false)
+    for (const command of ["cp -a stage/. copy/", "mv stage moved", "ln moved/file.txt linked.txt"]) {
+      expect([command, (await box.settle("bash", { command })).settlement.status]).toEqual([command, "success"])
+    }
+  })
+})
+
 /** Under core's defaults (inside the Location allowed, outside asked), each of these reads or writes outside. */
 describe("a path outside the Location is asked for, whatever program names it", () => {
   const outside = realpathSync(tempDir("core-holes-outside-"))
