@@ -8,16 +8,20 @@ export * as Terminal from "./terminal"
 
 /**
  * What a terminal acts on that JSON.stringify leaves as it is: DEL and the C1 controls (U+009B starts a control
- * sequence as ESC [ does), the line and paragraph separators, the bidirectional controls (which reorder what is
- * shown), and what is shown as nothing though it joins nothing (`ba\u200bsh` shows as bash): zero-width spaces,
- * the soft hyphen, the byte order mark, the combining grapheme joiner, the Mongolian vowel separator, the Hangul
- * fillers and the tag characters (text a reader cannot see). The zero-width joiner and non-joiner stay: emoji
- * sequences and scripts such as Persian are written with them.
+ * sequence as ESC [ does), the line and paragraph separators, and every format character (Unicode's Cf: the
+ * bidirectional controls, which reorder what is shown, zero-width spaces, the soft hyphen, the byte order mark, the
+ * tag characters and the rest); and what is shown as nothing though it is no format character (`ba\u200bsh` shows
+ * as bash, and variation selectors can carry text a reader cannot see): the combining grapheme joiner, the Hangul
+ * fillers, Khmer's inherent vowels, Mongolian's variation selectors, the braille blank, and the variation selectors
+ * but the one asking for an emoji's presentation (U+FE0F, in many emoji). The zero-width joiner and non-joiner stay:
+ * emoji sequences and scripts such as Persian are written with them.
  */
-const SHOWN_AS_NOTHING = "\\u00ad\\u034f\\u115f\\u1160\\u180e\\u200b\\u2060-\\u2064\\u3164\\ufeff\\uffa0\\u{e0000}-\\u{e007f}"
-const UNSAFE = new RegExp(`[\\u007f-\\u009f\\u2028\\u2029\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069${SHOWN_AS_NOTHING}]`, "gu")
+const INVISIBLE = "\\p{Cf}\\u034f\\u115f\\u1160\\u17b4\\u17b5\\u180b-\\u180f\\u2800\\u3164\\ufe00-\\ufe0e\\uffa0\\u{e0100}-\\u{e01ef}"
+/** What stays of INVISIBLE: the zero-width non-joiner and joiner. */
+const KEPT = "[\\u200c\\u200d]"
+const UNSAFE = new RegExp(`[[\\u007f-\\u009f\\u2028\\u2029${INVISIBLE}]--${KEPT}]`, "gv")
 /** Any of UNSAFE, or a C0 control but tab. */
-const ACTED_ON = new RegExp(`[\\u0000-\\u0008\\u000a-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069${SHOWN_AS_NOTHING}]`, "u")
+const ACTED_ON = new RegExp(`[[\\u0000-\\u0008\\u000a-\\u001f\\u007f-\\u009f\\u2028\\u2029${INVISIBLE}]--${KEPT}]`, "v")
 /** The C0 controls but tab and line feed. */
 const CONTROL = /[\u0000-\u0008\u000b-\u001f]/g
 /** Where a line ends, as a terminal or a reader takes it. */

@@ -47,6 +47,18 @@ describe("Terminal", () => {
     // Shown as nothing, so that one name passes for another: each is named.
     expect(Terminal.shown("ba\u200bsh")).toBe('"ba\\u200bsh"')
     for (const hidden of ["\u00ad", "\u034f", "\u180e", "\u2060", "\u3164", "\ufeff", "\u{e0062}"]) expect(Terminal.inert(`a${hidden}b`)).toBe(false)
+    // Every other format character, and what shows as nothing though it is none: variation selectors (which can
+    // carry text unseen), Mongolian's, Khmer's inherent vowels, the braille blank.
+    for (const hidden of [
+      "\ufe00", "\ufe0e", "\u{e0100}", "\u{e01ef}", "\u180b", "\u180f", "\u17b4", "\u17b5", "\u2800", "\u206a", "\u206f",
+      "\ufff9", "\ufffb", "\u{1d173}", "\u{1bca0}", "\u{13430}", "\u{110bd}", "\u0600", "\u06dd", "\u070f", "\u0890", "\u08e2",
+    ]) {
+      expect([hidden, Terminal.inert(`a${hidden}b`)]).toEqual([hidden, false])
+      expect(JSON.parse(Terminal.quoted(`a${hidden}b`))).toBe(`a${hidden}b`)
+      expect(Terminal.quoted(`a${hidden}b`)).toMatch(/^"a(\\u[0-9a-f]{4})+b"$/)
+    }
+    // An emoji's presentation selector stays, as the joiners do.
+    expect(Terminal.inline("\u2764\ufe0f done")).toBe("\u2764\ufe0f done")
     // A tag character (two UTF-16 units) is escaped as JSON has it: the text parses back as it was.
     expect(JSON.parse(Terminal.quoted("ba\u{e0062}sh"))).toBe("ba\u{e0062}sh")
     expect(Terminal.quoted("ba\u{e0062}sh")).toBe('"ba\\udb40\\udc62sh"')
