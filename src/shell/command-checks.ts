@@ -224,6 +224,30 @@ const renamed = (parsed: Parsed): ReadonlyArray<Opaque> => {
  * under UNPARSED, commands whose name or code is not known, and commands touching a path that is not known. The
  * commands found in an unreadable line are checked too, so a rule denying one of them still applies.
  */
+/** Keywords and openers bash reads before a command in a list (`then rm x`, `! rm x`, `{ rm x`). */
+const LEADING = /^(?:(?:if|then|else|elif|do|while|until|time|!|\{)\s+)+/
+/** The most pieces of a line that cannot be read that are checked (piecesOf). */
+const MAX_PIECES = 10_000
+
+/**
+ * The pieces of a line the grammar cannot read, split where bash may end a command (`;`, `&`, `|`, a line's end,
+ * parentheses, backquotes, `$(`), each without the keywords before it, and one named by a path also by its base
+ * name: checked against the rules besides the whole line (which is asked), so that a rule denying a command written
+ * plainly in it still denies it. A guess at what bash reads, and only ever stricter.
+ */
+const piecesOf = (text: string): ReadonlyArray<string> => {
+  const pieces = new Set<string>()
+  for (const part of text.split(/[;&|\n()`]|\$\(/)) {
+    const piece = part.trim().replace(LEADING, "")
+    if (piece === "") continue
+    pieces.add(piece)
+    const first = piece.split(/\s/, 1)[0]!
+    if (first.includes("/")) pieces.add(basename(first) + piece.slice(first.length))
+    if (pieces.size >= MAX_PIECES) break
+  }
+  return [...pieces]
+}
+
 export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
   const found: Array<Check> = []
   for (const command of parsed.commands) {
@@ -248,10 +272,13 @@ export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
   }
   // What plants code is checked first, and once per resource.
   opaque.sort((a, b) => Number(b.protected !== undefined) - Number(a.protected !== undefined))
-  if (parsed.unparsed !== undefined) opaque.unshift({ resource: `${UNPARSED} ${parsed.text.trim()}`, reason: parsed.unparsed })
+  const unparsed = parsed.unparsed === undefined ? undefined : `${UNPARSED} ${parsed.text.trim()}`
+  if (unparsed !== undefined) opaque.unshift({ resource: unparsed, reason: parsed.unparsed! })
   const asked = new Set(opaque.map((entry) => entry.resource))
-  // A command asked as opaque keeps its other spellings, so a rule denying one still denies it.
+  // A command asked as opaque keeps its other spellings, so a rule denying one still denies it; a line that cannot
+  // be read, its pieces.
   const variants = new Map(found.flatMap((check) => (check.variants === undefined ? [] : [[check.resource, check.variants] as const])))
+  if (unparsed !== undefined) variants.set(unparsed, piecesOf(parsed.text))
   const seen = new Set<string>()
   return [
     ...found.filter((check) => !asked.has(check.resource)),

@@ -211,7 +211,16 @@ describe("CommandChecks.checks: what cannot be known from the text is opaque", (
       resource: '<unparsed> echo "unterminated',
       save: undefined,
       opaque: "bash cannot parse it",
+      // Its pieces, split where bash may end a command, so that a rule denying one still denies the line.
+      variants: ['echo "unterminated'],
     })
+    expect(CommandChecks.checks(await parse("if true; then /bin/rm -rf x; fi; echo 'a")).find((check) => check.opaque !== undefined)?.variants).toEqual([
+      "true",
+      "/bin/rm -rf x",
+      "rm -rf x",
+      "fi",
+      "echo 'a",
+    ])
     expect((await parse("&& ls")).unparsed).toBeDefined()
     expect((await parse("ls (")).unparsed).toBeDefined()
   })
@@ -465,6 +474,18 @@ describe("CommandChecks.checks: where the grammar and bash read a line apart, no
     expect(await plain("echo ${LANG:=C} > /dev/null")).toContain("LANG=C")
     expect(await plain("for f in a b; do echo $f; done")).toEqual(["echo $f"])
     expect(await plain("echo ${x:=default}")).toEqual(["echo ${x:=default}"])
+  })
+
+  // The grammar reads `\'` in `$'…'` as an escaped quote and runs on; it skips a backslash-space as a space, so
+  // that a `#` after it starts a comment. bash ends the string at the second quote, and reads `\ #` as a word: the
+  // rest of the line ran unseen by every rule.
+  test("a $'…' string or a comment the grammar reads apart from bash leaves the line unparsed", async () => {
+    for (const line of ["echo $'\\\\'; rm x #'", "x=$'a\\\\'; touch y #'", "echo \\ #; rm x", "cat \\\t#; rm x"]) {
+      expect([line, (await parse(line)).unparsed]).toEqual([line, expect.stringMatching(/^bash (ends a quoted string|reads a # as part of a word)/)])
+    }
+    for (const line of ["echo $'it\\'s' # fine", "echo $'a\\nb' && ls # comment", "cd My\\ Documents && ls # x", "a=1 # c\necho ok", 'echo "$\'\\\\\'" ; rm x #\'"']) {
+      expect([line, (await parse(line)).unparsed]).toEqual([line, undefined])
+    }
   })
 
   test("a carriage return, form feed or vertical tab outside quotes leaves the line unparsed: bash reads it as part of a word", async () => {
