@@ -18,7 +18,21 @@ export interface Options {
   readonly yes: boolean
   /** Whether a person can be prompted (stdin and stderr are terminals). */
   readonly interactive: boolean
+  /**
+   * The command line the call runs, for a `bash` call (lineOf): shown with an ask about a part of it, since a part
+   * alone (`sh`) does not show what the rest feeds it (`cat <<EOF | sh`).
+   */
+  readonly line?: string | undefined
 }
+
+/** The command line of a call of `tool` with `input`, when it is a bash call: what an ask about part of it is shown with. */
+export const lineOf = (tool: string, input: unknown): string | undefined => {
+  const command = tool === "bash" && typeof input === "object" && input !== null ? (input as { command?: unknown }).command : undefined
+  return typeof command === "string" ? command : undefined
+}
+
+/** The most characters of one resource the question beside the choices shows; a longer one is shown whole above it. */
+const MAX_BRIEF_CHARS = 160
 
 /** What an ask shows: its action and resources, and what it changes of core's own configuration, if anything. */
 export interface Ask {
@@ -30,6 +44,18 @@ export interface Ask {
 
 export const describe = (request: Ask) =>
   `${Terminal.inline(request.action)} on ${request.resources.map(Terminal.quoted).join(", ")}`
+
+/**
+ * The ask as the question beside the choices shows it: each resource past MAX_BRIEF_CHARS cut, saying how long it
+ * is, so that the question and what it is about stay on screen together (a 70 KB command scrolled its start away).
+ */
+const brief = (request: Ask) =>
+  `${Terminal.inline(request.action)} on ${request.resources
+    .map((resource) => {
+      const shown = Terminal.quoted(resource)
+      return shown.length <= MAX_BRIEF_CHARS ? shown : `${shown.slice(0, MAX_BRIEF_CHARS)}…" (${resource.length} characters, shown above)`
+    })
+    .join(", ")}`
 
 /**
  * Reads lines from the terminal through one readline interface, made when a person is first asked (loading
@@ -57,12 +83,18 @@ export const terminalReader = (write: (text: string) => void) => {
 export const promptReply = async (
   request: Ask,
   readLine: (prompt: string) => Promise<string | undefined>,
+  line?: string,
 ): Promise<Permission.Reply> => {
   const saves = request.save.length === 0 ? "nothing: it acts as once" : request.save.map(Terminal.quoted).join(", ")
-  const note =
-    request.protected === undefined ? "" : `core: this changes ${Terminal.inline(request.protected)}: asked each time, never saved.\n`
+  const shortened = brief(request)
+  // What the question alone would not show: the whole command line it is part of, the whole of a long resource.
+  const context = [
+    ...(line !== undefined && (request.resources.length !== 1 || request.resources[0] !== line) ? [`core: the command line: ${Terminal.quoted(line)}\n`] : []),
+    ...(shortened === describe(request) ? [] : [`core: asked: ${describe(request)}\n`]),
+    ...(request.protected === undefined ? [] : [`core: this changes ${Terminal.inline(request.protected)}: asked each time, never saved.\n`]),
+  ].join("")
   for (;;) {
-    const typed = await readLine(`${Terminal.PROMPT_START}${note}core: allow ${describe(request)}? [o]nce, [a]lways (saves ${saves}), [r]eject: `)
+    const typed = await readLine(`${Terminal.PROMPT_START}${context}core: allow ${shortened}? [o]nce, [a]lways (saves ${saves}), [r]eject: `)
     // The end of input (the terminal closed, or core is stopping) answers nothing, which declines.
     if (typed === undefined) return { reply: "reject" }
     const answer = typed.trim().toLowerCase()
@@ -90,7 +122,7 @@ export const reply = async (
     write(`core: approved once (--yes): ${describe(request)}\n`)
     return { reply: "once" }
   }
-  if (options.interactive) return promptReply(request, readLine)
+  if (options.interactive) return promptReply(request, readLine, options.line)
   write(`core: declined ${describe(request)}: no terminal to ask; pass --yes to approve it once\n`)
   return { reply: "reject", unattended: true, why: UNATTENDED_WHY }
 }

@@ -17,6 +17,7 @@ import { Registry } from "../registry/registry"
 import { Settler } from "../settlement/settler"
 import { Settlement } from "../contract/settlement"
 import { Store } from "../store/store"
+import { AskAnswer } from "./ask-answer"
 import { Asks } from "./asks"
 import { Command } from "./command"
 import { Diagnostics } from "./diagnostics"
@@ -161,6 +162,7 @@ export const run = (args: ReadonlyArray<string>) =>
       yield* Runtime.checkAgent("exec", permission, agent)
       yield* Asks.answer(permission, {
         yes: values.yes === true,
+        line: AskAnswer.lineOf(name, input),
         get interactive() {
           return process.stdin.isTTY === true && process.stderr.isTTY === true
         },

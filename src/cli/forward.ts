@@ -373,6 +373,7 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
 
   const options = {
     yes: flags.yes,
+    line: AskAnswer.lineOf(flags.name, input),
     get interactive() {
       return process.stdin.isTTY === true && process.stderr.isTTY === true
     },

@@ -75,4 +75,18 @@ describe("the permission prompt on a terminal", () => {
     expect(await asked.finished()).toBe(4)
     expect(existsSync(join(box.location, "victim"))).toBe(true)
   })
+
+  // The ask was about `sh` alone: nothing on screen said what the rest of the line fed it.
+  test("an ask about a part of a bash line shows the whole line above the question", async () => {
+    const box = sandbox({ ...coreJson({ permission: { bash: { "*": "allow" } } }) })
+    const command = "cat <<EOF | sh\ntouch made.txt\nEOF"
+    const asked = await driven(box, ["exec", "bash", "--input", JSON.stringify({ command }), "--location", box.location])
+    await asked.until("[r]eject: ")
+    expect(asked.screen()).toContain('core: the command line: "cat <<EOF | sh\\ntouch made.txt\\nEOF"')
+    expect(asked.screen()).toContain('core: allow bash on "sh"?')
+    asked.child.stdin.write("r\n\n")
+    await asked.child.stdin.end()
+    expect(await asked.finished()).toBe(4)
+    expect(existsSync(join(box.location, "made.txt"))).toBe(false)
+  })
 })
