@@ -26,6 +26,7 @@ import { Git } from "./git"
 import { ManagedOutputs } from "../output/managed-outputs"
 import { Protected } from "./protected"
 import { ProtectedMessage } from "./protected-message"
+import { PreparingTurn } from "../tool/preparing-turn"
 import { type Any as AnyRefusal, Declined, Denied, deniedText, Rejected } from "../tool/refusal"
 import { Rule } from "./rule"
 import { Toolchains } from "./toolchains"
@@ -328,8 +329,10 @@ const waitingRoom = Effect.gen(function* () {
   const ask = Effect.fnUntraced(function* (input: AssertInput, asked: ReadonlyArray<string>) {
     const request: Request = { ...input, resources: asked, id: `per_${Date.now().toString(36)}_${++counter}` }
     const entry: Pending = { request, answer: yield* Deferred.make<void, Rejected | Declined>() }
-    // However the wait ends (a reply, or a cancelled call that stops waiting), the request is withdrawn.
+    // However the wait ends (a reply, or a cancelled call that stops waiting), the request is withdrawn. Waiting on
+    // a person, the call gives up its turn at being prepared: calls of other sessions go on meanwhile.
     return yield* Effect.sync(() => pending.set(request.id, entry)).pipe(
+      Effect.andThen(PreparingTurn.end),
       Effect.andThen(PubSub.publish(events, { type: "asked", request })),
       Effect.andThen(Deferred.await(entry.answer)),
       Effect.ensuring(Effect.sync(() => pending.delete(request.id))),

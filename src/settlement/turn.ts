@@ -6,12 +6,12 @@ export * as Turn from "./turn"
 // whole budget. A tool that prepares inside its execute (bash: the line parsed, the sandbox and the guard set up)
 // keeps it (`keeps`) and ends it itself once it is about to wait.
 
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Internal from "../tool/internal"
+import { PreparingTurn } from "../tool/preparing-turn"
 
 /** Ends the running call's turn (idempotent); undefined outside a gated call. */
-export const End = Context.Reference<(() => void) | undefined>("core/Preparing", { defaultValue: () => undefined })
+export const End = PreparingTurn.End
 
 /** The records (Internal) of the tools that keep their turn. */
 const keeping = new WeakSet<Internal.Record>()
@@ -25,4 +25,4 @@ export const keeps = <T extends object>(tool: T): T => {
 
 /** Ends the call's turn as the execute of the tool of `record` starts, unless the tool keeps it. */
 export const startExecuting = (record: Internal.Record): Effect.Effect<void> =>
-  keeping.has(record) ? Effect.void : Effect.map(End, (end) => end?.())
+  keeping.has(record) ? Effect.void : PreparingTurn.end

@@ -3,11 +3,10 @@ export * as Preparing from "./preparing"
 // Calls prepared at once, process-wide. Preparing a call (decoding, deciding permissions, parsing a command, setting
 // up its sandbox and guard) is processor work on core's one thread, and the scheduler runs every ready fiber in one
 // macrotask: a host's burst of hundreds of calls would all be prepared before the HTTP server answered again. A call
-// holds a turn until it first waits on the world (its tool's execute starts, or for bash `done`: its process is
-// about to start), it ends, or BUDGET_MS
-// passes (one waiting on a person must not hold the rest); each turn is granted on a macrotask of its own, but for
-// one: a call that finds no other prepared nor waiting is let in at once, once per turn of the event loop (a call
-// alone waits for no macrotask; a burst still takes its turns).
+// holds a turn until it first waits on the world (its tool's execute starts, a person is asked for permission, or
+// for bash `done`: its process is about to start), it ends, or BUDGET_MS passes; each turn is granted on a macrotask
+// of its own, but for one: a call that finds no other prepared nor waiting is let in at once, once per turn of the
+// event loop (a call alone waits for no macrotask; a burst still takes its turns).
 
 import * as Effect from "effect/Effect"
 import { Turn as SettleTurn } from "../settlement/turn"

@@ -1,5 +1,11 @@
 import { expect, test } from "bun:test"
-import { Deferred, Effect, Fiber, Schema } from "effect"
+import { join } from "node:path"
+import { Deferred, Effect, Fiber, Layer, PubSub, Schema } from "effect"
+import { Kernel as CoreKernel } from "../../src/host/kernel"
+import { Permission } from "../../src/permission/permission"
+import { Approvals } from "../../src/store/approvals"
+import { Store } from "../../src/store/store"
+import { tempDir } from "../support/temp"
 import { Registry } from "../../src/registry/registry"
 import { Settler } from "../../src/settlement/settler"
 import { Turn } from "../../src/settlement/turn"
@@ -203,5 +209,52 @@ test("a tool waiting in its execute lets the next call in at once; one that keep
   // Let in on macrotasks of their own, not a budget apart: well under one budget for all twelve.
   expect(outcome.allIn).toBeLessThan(Preparing.BUDGET_MS)
   expect(outcome.keptIn).toBe(Preparing.AT_ONCE)
+  expect([...outcome.statuses]).toEqual(["success"])
+})
+
+// A call waiting on a person held its turn for the whole budget: a burst of calls that each asked was let in two per
+// BUDGET_MS, and another session's call waited behind them (3,000 asking calls held an `echo` for 110 s).
+test("a call that asks a person gives up its turn: a burst of asking calls is let in at once", async () => {
+  const CALLS = 12
+  const outcome = await Effect.runPromise(
+    Effect.gen(function* () {
+      const asked = Tool.make({
+        description: "Asked of a person first (no rule allows it)",
+        input: Schema.Struct({}),
+        output: Schema.String,
+        execute: () => Effect.succeed("ran"),
+      })
+      yield* (yield* Registry.Service).tools.register({ asked })
+      const permission = yield* Permission.Service
+      const requests = yield* permission.subscribe
+      const turn = yield* (yield* Settler.Service).materialize()
+      const at = performance.now()
+      const fibers = yield* Effect.forEach(Array.from({ length: CALLS }), () =>
+        Effect.forkChild(Preparing.gated(turn.settle(Kernel.call("asked", {})))),
+      )
+      const ids: Array<string> = []
+      while (ids.length < CALLS) {
+        const event = yield* PubSub.take(requests)
+        if (event.type === "asked") ids.push(event.request.id)
+      }
+      const allAsked = performance.now() - at
+      for (const id of ids) yield* permission.reply(id, { reply: "once" })
+      const settled = yield* Effect.forEach(fibers, Fiber.join)
+      return { allAsked, statuses: new Set(settled.map((each) => each.settlement.status)) }
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(
+        CoreKernel.layer({
+          store: Store.layerMemory,
+          outputsDirectory: join(tempDir(), "outputs"),
+          permission: Permission.layer({
+            project: tempDir(),
+            configured: { rules: [{ action: "asked", resource: "*", effect: "ask", source: { file: "test", path: "asked" } }], agents: new Map() },
+          }).pipe(Layer.provide(Approvals.layerMemory)),
+        }),
+      ),
+    ),
+  )
+  expect(outcome.allAsked).toBeLessThan(Preparing.BUDGET_MS)
   expect([...outcome.statuses]).toEqual(["success"])
 })
