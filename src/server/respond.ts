@@ -120,13 +120,25 @@ export const declaresTooLarge = (request: HttpServerRequest.HttpServerRequest): 
 const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1()
 const DECODE_OPTIONS = { errors: "all", onExcessProperty: "error" } as const
 
-const describe = (issue: SchemaIssue.Issue): string =>
-  issueFormatter(issue)
-    .issues.map((entry) => {
-      const path = entry.path === undefined || entry.path.length === 0 ? "(body)" : entry.path.map(String).join(".")
-      return `${path}: ${entry.message}`
-    })
-    .join("; ")
+/** The most issues of a body described; the rest are counted. */
+const MAX_ISSUES = 20
+/** The most characters of an issue's path (its keys, the sender's text) said. */
+const MAX_PATH_CHARS = 200
+
+/**
+ * A body's issues, each by its path, MAX_ISSUES at most: a body of 850,000 unknown keys was answered with a 32 MB
+ * error naming each of them.
+ */
+const describe = (issue: SchemaIssue.Issue): string => {
+  const issues = issueFormatter(issue).issues
+  const described = issues.slice(0, MAX_ISSUES).map((entry) => {
+    const whole = entry.path === undefined || entry.path.length === 0 ? "(body)" : entry.path.map(String).join(".")
+    const path = whole.length > MAX_PATH_CHARS ? `${whole.slice(0, MAX_PATH_CHARS)}…` : whole
+    return `${path}: ${entry.message}`
+  })
+  if (issues.length > MAX_ISSUES) described.push(`… and ${issues.length - MAX_ISSUES} more`)
+  return described.join("; ")
+}
 
 const found = (value: unknown): string =>
   Array.isArray(value) ? "an array" : value === null ? "null" : `a ${typeof value}`
