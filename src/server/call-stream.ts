@@ -54,16 +54,26 @@ export interface Options {
 }
 
 /**
- * The encoded events waiting for the reader, bounded: past Events.BUFFER the oldest go. The final event is the
- * newest when it comes, so it is never dropped.
+ * The encoded events waiting for the reader, bounded: a progress event replaces one waiting right before it (a
+ * progress is the call's state now: a command's last lines, each up to some KiB of escapes, held by a reader that
+ * does not read, grew by 95 KB a second), and past Events.BUFFER the oldest go. The final event is the newest when
+ * it comes, so it is never dropped.
  */
 class Pending {
   private events: Array<string> = []
   private head = 0
+  /** Whether the newest event waiting is a progress, which the next progress replaces. */
+  private progress = false
   get size(): number {
     return this.events.length - this.head
   }
-  push(text: string): void {
+  push(text: string, progress = false): void {
+    const replaces = progress && this.progress && this.size > 0
+    this.progress = progress
+    if (replaces) {
+      this.events[this.events.length - 1] = text
+      return
+    }
     this.events.push(text)
     if (this.size > Events.BUFFER) this.head++
     // Dropped places are reclaimed now and then, not on every event.
@@ -77,6 +87,7 @@ class Pending {
     const text = this.head === 0 && this.events.length === 1 ? this.events[0]! : this.events.slice(this.head).join("")
     this.events = []
     this.head = 0
+    this.progress = false
     return text
   }
 }
@@ -110,7 +121,7 @@ export const open = async (options: Options): Promise<Response> => {
         pending.push(Sse.encode({ event: "settlement", data: answer(event.data) }))
         ended = true
       } else {
-        pending.push(Sse.encode(event))
+        pending.push(Sse.encode(event), event.event === "progress")
         if (event.event === "error") ended = true
       }
       wake?.()
