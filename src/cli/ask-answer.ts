@@ -53,7 +53,10 @@ const brief = (request: Ask) =>
   `${Terminal.inline(request.action)} on ${request.resources
     .map((resource) => {
       const shown = Terminal.quoted(resource)
-      return shown.length <= MAX_BRIEF_CHARS ? shown : `${shown.slice(0, MAX_BRIEF_CHARS)}…" (${resource.length} characters, shown above)`
+      if (shown.length <= MAX_BRIEF_CHARS) return shown
+      // Not between the two halves of a character (quoted escapes the rest: only a pair of surrogates can be cut).
+      const cut = /[\ud800-\udbff]/.test(shown[MAX_BRIEF_CHARS - 1]!) ? MAX_BRIEF_CHARS - 1 : MAX_BRIEF_CHARS
+      return `${shown.slice(0, cut)}…" (${resource.length} characters, shown above)`
     })
     .join(", ")}`
 

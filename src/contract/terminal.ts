@@ -12,11 +12,13 @@ export * as Terminal from "./terminal"
  * bidirectional controls, which reorder what is shown, zero-width spaces, the soft hyphen, the byte order mark, the
  * tag characters and the rest); and what is shown as nothing though it is no format character (`ba\u200bsh` shows
  * as bash, and variation selectors can carry text a reader cannot see): the combining grapheme joiner, the Hangul
- * fillers, Khmer's inherent vowels, Mongolian's variation selectors, the braille blank, and the variation selectors
- * but the one asking for an emoji's presentation (U+FE0F, in many emoji). The zero-width joiner and non-joiner stay:
- * emoji sequences and scripts such as Persian are written with them.
+ * fillers, Khmer's inherent vowels, Mongolian's variation selectors, the braille blank, the variation selectors but
+ * the one asking for an emoji's presentation (U+FE0F, in many emoji), and code points set aside to be ignored where
+ * not yet assigned (the rest of the tag block, U+2065, U+FFF0-FFF8): a newer terminal may show them as nothing. The
+ * zero-width joiner and non-joiner stay: emoji sequences and scripts such as Persian are written with them.
  */
-const INVISIBLE = "\\p{Cf}\\u034f\\u115f\\u1160\\u17b4\\u17b5\\u180b-\\u180f\\u2800\\u3164\\ufe00-\\ufe0e\\uffa0\\u{e0100}-\\u{e01ef}"
+const INVISIBLE =
+  "\\p{Cf}\\u034f\\u115f\\u1160\\u17b4\\u17b5\\u180b-\\u180f\\u2065\\u2800\\u3164\\ufe00-\\ufe0e\\uffa0\\ufff0-\\ufff8\\u{e0000}-\\u{e0fff}"
 /** What stays of INVISIBLE: the zero-width non-joiner and joiner. */
 const KEPT = "[\\u200c\\u200d]"
 const UNSAFE = new RegExp(`[[\\u007f-\\u009f\\u2028\\u2029${INVISIBLE}]--${KEPT}]`, "gv")

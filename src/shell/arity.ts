@@ -231,6 +231,18 @@ export const WRAPPERS: Readonly<Record<string, Wrapper>> = {
   distcc: wrapper(),
   daemonize: wrapper(["-c", "-e", "-E", "-l", "-o", "-p", "-u"], 0, false, ["-a", "-v"]),
   tsocks: wrapper(),
+  "s6-setuidgid": wrapper([], 1),
+  "aa-exec": wrapper(["-p", "--profile", "-n", "--namespace"], 0, false, ["-i", "--immediate", "-v", "--verbose", "-d", "--debug"]),
+  // GNU parallel's semaphore runs its command as parallel would.
+  sem: wrapper(["-j", "--jobs", "--id", "--semaphoretimeout", "--st"], 0, false, ["--fg", "--bg", "--wait", "-u", "--ungroup"]),
+  // Run on another GPU or emulator, or with a container's environment: the command after them runs.
+  "prime-run": wrapper(),
+  optirun: wrapper(),
+  primusrun: wrapper(),
+  vglrun: wrapper(["-d", "-display"]),
+  "with-contenv": wrapper(),
+  box64: wrapper(),
+  box86: wrapper(),
   setuidgid: wrapper([], 1),
   envuidgid: wrapper([], 1),
   softlimit: wrapper(["-m", "-a", "-d", "-o", "-p", "-f", "-c", "-r", "-t", "-s", "-l"]),
@@ -267,6 +279,7 @@ export const SUBCOMMAND_WRAPPERS: Readonly<Record<string, Wrapper>> = {
     "--no-sync", "--frozen", "--locked", "--isolated", "--no-project", "--all-extras", "-q", "-v", "--quiet",
   ]),
   "poetry run": wrapper(["-C", "--directory", "-P", "--project"], 0, false, ["-q", "-v", "-n", "--no-interaction"]),
+  "rr record": wrapper(["-o", "--output-trace-dir", "-b", "--bind-to-cpu"], 0, false, ["-n", "--no-syscall-buffer", "-h", "--chaos"]),
   "pipenv run": wrapper(),
   "pdm run": wrapper(["-p", "--project"], 0, false, ["-v", "-q"]),
   "hatch run": wrapper(),
@@ -310,7 +323,7 @@ export const SUBCOMMAND_WRAPPERS: Readonly<Record<string, Wrapper>> = {
  * The dynamic loader by its names on Linux (`ld-linux-x86-64.so.2`, `ld-linux-aarch64.so.1`, `ld-linux.so.2`,
  * `ld64.so.2`, `ld.so`): run as a program, it runs the program named after its options (`ld.so /bin/rm x`).
  */
-const LOADER = /^(?:ld(?:-linux(?:-[\w-]+)?)?\.so(?:\.\d+)?|ld64\.so\.\d+)$/
+const LOADER = /^(?:ld(?:-linux(?:-[\w-]+)?)?\.so(?:\.\d+)?|ld64\.so\.\d+|ld-\d+(?:\.\d+)*\.so)$/
 const LOADER_WRAPPER = wrapper(
   ["--library-path", "--inhibit-rpath", "--audit", "--preload", "--argv0", "--glibc-hwcaps-prepend", "--glibc-hwcaps-mask"],
   0,

@@ -248,7 +248,8 @@ const piecesOf = (text: string): ReadonlyArray<string> => {
   return [...pieces]
 }
 
-export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
+/** The checks of the commands found in `parsed`, each with its other spellings. */
+const commandsOf = (parsed: Parsed): Array<Check> => {
   const found: Array<Check> = []
   for (const command of parsed.commands) {
     if (command.kind === "test") {
@@ -260,6 +261,11 @@ export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
       found.push(...checksFor(command.assignments, command.words, suffixOf(command.redirects, command.feeds), command.transparent === true))
     }
   }
+  return found
+}
+
+export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
+  const found = commandsOf(parsed)
   const opaque: Array<Opaque> = [...parsed.opaque, ...renamed(parsed)]
   for (const path of paths(parsed)) {
     if (path.unknown !== undefined) opaque.push({ resource: path.owner, reason: path.unknown })
@@ -278,7 +284,17 @@ export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
   // A command asked as opaque keeps its other spellings, so a rule denying one still denies it; a line that cannot
   // be read, its pieces.
   const variants = new Map(found.flatMap((check) => (check.variants === undefined ? [] : [[check.resource, check.variants] as const])))
-  if (unparsed !== undefined) variants.set(unparsed, piecesOf(parsed.text))
+  if (unparsed !== undefined) {
+    // The pieces as written, and as read on lines of their own (quotes undone, wrappers seen through: `"rm" x`,
+    // `sudo rm x`), where they can be read so.
+    const pieces = piecesOf(parsed.text)
+    // Each read on its own: one the grammar cannot read either leaves the others read.
+    const commands = pieces.flatMap((piece) => {
+      const read = CommandLine.parseNow(piece)
+      return read === undefined || read.unparsed !== undefined ? [] : commandsOf(read).flatMap((check) => [check.resource, ...(check.variants ?? [])])
+    })
+    variants.set(unparsed, [...new Set([...pieces, ...commands])])
+  }
   const seen = new Set<string>()
   return [
     ...found.filter((check) => !asked.has(check.resource)),

@@ -597,9 +597,17 @@ const misread = (root: Node, text: string): { readonly unparsed?: string; readon
       case "arithmetic_expansion":
         read.add(node.startIndex)
         break
+      case "regex":
+        // A pattern (`${x#…}`) ending in a backslash: the grammar stops it there, where bash reads the backslash as
+        // escaping what follows (`${x#\'}; rm x #'}` is `${x#\'}` and a command to bash, one string to the grammar).
+        if (/(?:^|[^\\])(?:\\\\)*\\$/.test(node.text)) found ??= { unparsed: "bash reads an escaped character where core reads a quote" }
+        break
       case "string":
       case "translated_string":
       case "heredoc_body":
+        if (node.type !== "heredoc_body" && escaped(node.startIndex)) {
+          found ??= { unparsed: "bash reads an escaped character where core reads a quote" }
+        }
         inString = true
         quoted.push([node.startIndex, node.endIndex])
         break
@@ -611,6 +619,8 @@ const misread = (root: Node, text: string): { readonly unparsed?: string; readon
         if (inString ? node.text.includes('"') : node.type === "ansi_c_string" && ansiCEnd(text, node.startIndex) !== node.endIndex) {
           found ??= { unparsed: "bash ends a quoted string elsewhere than core reads it" }
         }
+        // A quote bash reads as escaped (`\'`) that the grammar reads as opening a string.
+        if (escaped(node.startIndex)) found ??= { unparsed: "bash reads an escaped character where core reads a quote" }
         quoted.push([node.startIndex, node.endIndex])
         if (inString) break
         inert.push([node.startIndex, node.endIndex])
@@ -860,6 +870,9 @@ const readLine = (text: string, grammar: Parser | undefined, plain: boolean): Pa
   const { commands, statements, opaque, unparsed, defines } = collector
   return { text, commands, statements, opaque, unparsed, defines }
 }
+
+/** Reads `text` now, when it can be without loading the grammar (a plain line, or the grammar already loaded). */
+export const parseNow = (text: string): Parsed | undefined => readLine(text, ready, true)
 
 /**
  * Reads a command line: a line of plain words (and the plain code such a line gives `bash -c`) without the grammar,

@@ -96,8 +96,9 @@ const FILE_COMMANDS: Readonly<Record<string, FileCommand>> = {
   unlink: { access: "write" },
   cp: { access: "copy", options: COPY_OPTIONS },
   mv: { access: "move", options: COPY_OPTIONS },
-  // A link's target is read: a hard link to a file is another name for its content.
+  // A link's target is read: a hard link to a file is another name for its content (and so changes it: below).
   ln: { access: "copy", options: COPY_OPTIONS },
+  link: { access: "copy" },
   install: {
     access: "copy",
     options: { "-t": "target", "--target-directory": "target", "-S": "value", "-m": "value", "-o": "value", "-g": "value" },
@@ -358,7 +359,8 @@ export const of = (name: string, written: ReadonlyArray<Word>): Array<Operand> =
   const sources = copying ? (targeted ? positional : positional.slice(0, -1)) : []
   if (target !== -1) found[target] = { ...found[target]!, sources }
   // A hard link is another name through which its file can be changed: linking is changing it (`ln yarn.lock y`).
-  const hardLink = name === "ln" && !has(/^(-[A-Za-z]*s[A-Za-z]*|--symbolic)$/)
+  const hardLink =
+    ((name === "ln" && !has(/^(-[A-Za-z]*s[A-Za-z]*|--symbolic)$/)) || name === "link" || (name === "cp" && has(/^(-[A-Za-z]*l[A-Za-z]*|--link)$/)))
   positional.forEach((word, index) => {
     if (word.value === "-") return
     const last = index === positional.length - 1 && !targeted
@@ -366,8 +368,8 @@ export const of = (name: string, written: ReadonlyArray<Word>): Array<Operand> =
       moving || hardLink
         ? last ? "write" : "both"
         : access === "copy" ? (last ? "write" : "read") : access === "output" ? (index === 0 ? "read" : "write") : access
-    // What is moved changes whole, every file under it (`mv keep elsewhere`).
-    const whole = (deep && each !== "read") || (moving && !last)
+    // What is moved, or linked file by file (`cp -al keep elsewhere`), changes whole: every file under it.
+    const whole = (deep && each !== "read") || ((moving || hardLink) && !last)
     found.push({ word, writes: false, access: each, ...(whole ? { deep: true } : {}), ...(copying && last ? { sources } : {}) })
   })
   return found

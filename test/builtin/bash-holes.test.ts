@@ -150,10 +150,25 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["gosu root rm v.txt", "denied"],
   ["ccache rm v.txt", "denied"],
   ["daemonize -c . /bin/rm v.txt", "denied"],
+  ["/lib64/ld-2.36.so /bin/rm v.txt", "denied"],
+  ["sem --fg rm v.txt", "denied"],
+  ["aa-exec -p unconfined -- rm v.txt", "denied"],
+  ["s6-setuidgid root rm v.txt", "denied"],
+  ["prime-run rm v.txt", "denied"],
+  ["vglrun rm v.txt", "denied"],
+  ["with-contenv rm v.txt", "denied"],
+  ["rr record rm v.txt", "denied"],
   // A line the grammar cannot read is asked whole; a piece of it a rule denies is denied (with --yes it ran).
   ["cat <<E; rm v.txt\nhi\nE", "denied"],
   ["cat <<E''\nfoo\nE\nrm v.txt\nE''", "denied"],
   ["echo $'\\\\'; touch w.txt #'", "asked"],
+  ["echo ${x#\\'}; rm v.txt #'", "denied"],
+  ["echo ${x#\\'}; touch w.txt #'", "asked"],
+  // Its pieces read as commands of their own: quotes undone, wrappers seen through.
+  ["echo \\ #; \"rm\" v.txt", "denied"],
+  ["echo \\ #; sudo -n rm v.txt", "denied"],
+  ["echo \\ #; x=1 rm v.txt", "denied"],
+  ["echo \\ #; command rm v.txt", "denied"],
   // Where the grammar ends a quoted string or starts a comment elsewhere than bash: what follows ran unseen.
   ["echo $'\\\\'; rm v.txt #'", "denied"],
   ["x=$'a\\\\'; rm v.txt #'", "denied"],
@@ -323,6 +338,10 @@ describe("an edit-denied file is not changed by copying, moving or linking aroun
     "mv protected p2",
     "ln yarn.lock y2 && echo pwned >> y2",
     "ln -f yarn.lock y2",
+    "cp -l yarn.lock y2 && echo pwned > y2",
+    "cp --link yarn.lock y2",
+    "cp -al protected p2",
+    "link yarn.lock y2",
   ]) {
     test(`${JSON.stringify(command)} is denied`, async () => {
       const box = harness({ rules: RULES, files: FILES })

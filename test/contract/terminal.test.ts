@@ -52,6 +52,7 @@ describe("Terminal", () => {
     for (const hidden of [
       "\ufe00", "\ufe0e", "\u{e0100}", "\u{e01ef}", "\u180b", "\u180f", "\u17b4", "\u17b5", "\u2800", "\u206a", "\u206f",
       "\ufff9", "\ufffb", "\u{1d173}", "\u{1bca0}", "\u{13430}", "\u{110bd}", "\u0600", "\u06dd", "\u070f", "\u0890", "\u08e2",
+      "\u{e0000}", "\u{e0002}", "\u{e001f}", "\u{e0080}", "\u{e0fff}", "\u2065", "\ufff0",
     ]) {
       expect([hidden, Terminal.inert(`a${hidden}b`)]).toEqual([hidden, false])
       expect(JSON.parse(Terminal.quoted(`a${hidden}b`))).toBe(`a${hidden}b`)

@@ -220,6 +220,16 @@ describe("CommandChecks.checks: what cannot be known from the text is opaque", (
       "rm -rf x",
       "fi",
       "echo 'a",
+      // Each piece read as a command: its other spellings too.
+      "rm -r -f x",
+      "rm -Rf x",
+      "rm -R -f x",
+      "rm --recursive --force x",
+      "rm -fr x",
+      "rm -f -r x",
+      "rm -fR x",
+      "rm -f -R x",
+      "rm --force --recursive x",
     ])
     expect((await parse("&& ls")).unparsed).toBeDefined()
     expect((await parse("ls (")).unparsed).toBeDefined()
@@ -483,7 +493,11 @@ describe("CommandChecks.checks: where the grammar and bash read a line apart, no
     for (const line of ["echo $'\\\\'; rm x #'", "x=$'a\\\\'; touch y #'", "echo \\ #; rm x", "cat \\\t#; rm x"]) {
       expect([line, (await parse(line)).unparsed]).toEqual([line, expect.stringMatching(/^bash (ends a quoted string|reads a # as part of a word)/)])
     }
-    for (const line of ["echo $'it\\'s' # fine", "echo $'a\\nb' && ls # comment", "cd My\\ Documents && ls # x", "a=1 # c\necho ok", 'echo "$\'\\\\\'" ; rm x #\'"']) {
+    // A quote bash reads as escaped, which the grammar reads as opening a string (after a pattern's backslash).
+    for (const line of ["echo ${x#\\'}; rm x #'", "a=${x%%\\'}; rm x #'}", "[[ ${x#*\\'} ]]; rm x #'", "echo ${x#a\\'}; touch y #'"]) {
+      expect([line, (await parse(line)).unparsed]).toEqual([line, "bash reads an escaped character where core reads a quote"])
+    }
+    for (const line of ["echo ${x#abc} ${y%.txt} ${z//a/b}", "echo ${x#\\\\} ok", 'echo \\"hi\\" && ls', "echo $'it\\'s' # fine", "echo $'a\\nb' && ls # comment", "cd My\\ Documents && ls # x", "a=1 # c\necho ok", 'echo "$\'\\\\\'" ; rm x #\'"']) {
       expect([line, (await parse(line)).unparsed]).toEqual([line, undefined])
     }
   })
