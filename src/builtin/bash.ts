@@ -746,14 +746,8 @@ const makeTool = (services: Builtin.Services) => {
         }
 
         const readDenied = Builtin.readDenied(services, context.agent)
-        const needs = yield* needsOf(
-          directory,
-          input,
-          services.permission.protectedRoots,
-          shell.guarded,
-          readDenied,
-          Builtin.editDenied(services, context.agent),
-        )
+        const editDenied = Builtin.editDenied(services, context.agent)
+        const needs = yield* needsOf(directory, input, services.permission.protectedRoots, shell.guarded, readDenied, editDenied)
         const { workdir } = needs
         const { outside, inside } = yield* checksOf(services, context.agent, needs)
         const metadata = { tool: NAME, command, ...(input.description === undefined ? {} : { description: input.description }) }
@@ -793,6 +787,8 @@ const makeTool = (services: Builtin.Services) => {
               // What the agent's read rules deny is covered for every program the line runs, not only those the
               // operand table knows (where the kernel can: Shell.Sandbox).
               ...(readDenied === undefined ? {} : { readDenied }),
+              // And what its edit rules deny is read-only to every program, whatever the line's text shows.
+              ...(editDenied === undefined ? {} : { editDenied }),
             },
             ...(input.timeoutMs === undefined ? {} : { timeoutMs: input.timeoutMs }),
             onProgress: (update) =>

@@ -212,6 +212,8 @@ export interface Cover {
   readonly directories: ReadonlyArray<string>
   /** Folders holding them, which the command must not rename or remove (each above the ones below it). */
   readonly folders?: ReadonlyArray<string>
+  /** Files and directories the command may read but not change (what the `edit` rules deny): bound read-only. */
+  readonly frozen?: ReadonlyArray<string>
   /** An empty regular file only core can write, which each file is covered with. */
   readonly empty: string
 }
@@ -220,12 +222,13 @@ export interface Cover {
  * Covers each path of `cover` in a mount namespace of this thread's own: a file with `cover.empty` bound read-only
  * over it (the command reads it as empty, cannot write, rename or remove it: EROFS, EBUSY), a directory with an
  * empty read-only tmpfs; and binds each folder holding them onto itself first (a mount point cannot be renamed or
- * removed, EBUSY, nor anything renamed or linked across it, EXDEV; what is in it stays as writable as it was). A
+ * removed, EBUSY, nor anything renamed or linked across it, EXDEV; what is in it stays as writable as it was), and
+ * binds each frozen path onto itself read-only (readable as it is; EROFS to change, EBUSY to rename or remove). A
  * path gone meanwhile is skipped. Answers undefined, or why it could not: the caller must then not run the command,
  * which would read what a rule denies.
  */
-export const cover = (way: Way, { files, directories, folders = [], empty }: Cover): string | undefined => {
-  if (files.length === 0 && directories.length === 0) return undefined
+export const cover = (way: Way, { files, directories, folders = [], frozen = [], empty }: Cover): string | undefined => {
+  if (files.length === 0 && directories.length === 0 && frozen.length === 0) return undefined
   if (way === "none") return "this process cannot make a mount namespace"
   const unshared = Native.unshare(Native.CLONE_NEWNS)
   if (unshared !== 0) return `unshare(CLONE_NEWNS) failed (errno ${unshared})`
@@ -238,6 +241,15 @@ export const cover = (way: Way, { files, directories, folders = [], empty }: Cov
     const pinned = Native.mount(path, path, Native.MS_BIND | Native.MS_REC)
     if (pinned === ENOENT) continue
     if (pinned !== 0) return `pinning ${path} failed (errno ${pinned})`
+  }
+  // What the command may read but not change: bound onto itself (with what is mounted under it), then made
+  // read-only, keeping the flags of the mount it lies in (a user namespace refuses a remount that drops them).
+  for (const path of frozen) {
+    const bound = Native.mount(path, path, Native.MS_BIND | Native.MS_REC)
+    if (bound === ENOENT) continue
+    if (bound !== 0) return `binding ${path} failed (errno ${bound})`
+    const remounted = Native.mount(null, path, Native.MS_REMOUNT | Native.MS_BIND | Native.MS_RDONLY | Native.mountFlags(path))
+    if (remounted !== 0) return `making ${path} read-only failed (errno ${remounted})`
   }
   const flags = Native.MS_NOSUID | Native.MS_NODEV | Native.MS_NOEXEC
   for (const path of directories) {

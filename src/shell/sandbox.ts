@@ -43,6 +43,11 @@ export interface Policy {
    * they deny inside the Location and the approved directories is covered in the command's mount namespace.
    */
   readonly readDenied?: (real: string) => boolean
+  /**
+   * The calling agent's `edit` rules as a test of a real path (true: denied), when any rule denies an edit: what
+   * they deny inside the Location and the approved directories is made read-only in the command's mount namespace.
+   */
+  readonly editDenied?: (real: string) => boolean
 }
 
 /**
@@ -457,8 +462,13 @@ export const prepare = (
   // What the grants already keep out (carved out, or never granted) needs no cover: the command is refused it.
   const files = (walked?.files ?? []).filter(reachable)
   const directories = (walked?.directories ?? []).filter(reachable)
+  // What the edit rules deny, made read-only where it is (each program then fails to change it: EROFS), unless it
+  // is covered already; a folder denied whole, with all it holds.
+  const edits = covering && policy.editDenied !== undefined ? Covered.walk(roots, policy.editDenied) : undefined
+  const frozen = [...(edits?.files ?? []), ...(edits?.directories ?? [])]
+    .filter((path) => reachable(path) && !files.includes(path) && !directories.some((dir) => within(dir, path)))
   const folders = new Set<string>()
-  for (const path of [...files, ...directories]) {
+  for (const path of [...files, ...directories, ...frozen]) {
     const root = roots.find((each) => within(each, path))
     if (root === undefined) continue
     for (let folder = dirname(path); folder !== root && within(root, folder) && !folders.has(folder); folder = dirname(folder)) folders.add(folder)
@@ -469,7 +479,8 @@ export const prepare = (
     else if (stat?.isFile()) files.push(path)
   }
   /** Whether a path lies in what the command's mount namespace covers: missing or read-only there. */
-  const covers = (path: string) => files.includes(path) || directories.some((dir) => within(dir, path))
+  const covers = (path: string) =>
+    files.includes(path) || [...directories, ...frozen].some((dir) => within(dir, path))
   const refused = (output: string, cwd: string): ReadonlyArray<string> => {
     const denied = REFUSAL.test(output)
     const missing = files.length + directories.length > 0 && COVERED.test(output)
@@ -494,8 +505,15 @@ export const prepare = (
   }
   return {
     grants,
-    ...(files.length + directories.length > 0
-      ? { cover: { files: [...new Set(files)], directories: [...new Set(directories)], folders: [...folders].sort((a, b) => a.length - b.length) } }
+    ...(files.length + directories.length + frozen.length > 0
+      ? {
+          cover: {
+            files: [...new Set(files)],
+            directories: [...new Set(directories)],
+            folders: [...folders].sort((a, b) => a.length - b.length),
+            ...(frozen.length === 0 ? {} : { frozen: [...new Set(frozen)] }),
+          },
+        }
       : {}),
     env: {
       ...Home.cacheEnv(cache),
@@ -504,16 +522,16 @@ export const prepare = (
     },
     refused,
     granted: made.granted,
-    ...(walked?.partial === true
+    ...(walked?.partial === true || edits?.partial === true
       ? {
           uncovered:
-            `core did not run the command: the read rules deny files in ${[policy.location, ...policy.approved].join(", ")}, which ` +
-            "core covers before each command so that no program reads them, and " +
-            (walked.shut === undefined
+            `core did not run the command: the ${walked?.partial === true ? "read" : "edit"} rules deny files in ${[policy.location, ...policy.approved].join(", ")}, which ` +
+            `core ${walked?.partial === true ? "covers" : "makes read-only"} before each command so that no program ${walked?.partial === true ? "reads" : "changes"} them, and ` +
+            ((walked?.partial === true ? walked : edits)!.shut === undefined
               ? `there are more than ${Covered.bound().toLocaleString("en-US")} entries there (node_modules included), too ` +
                 "many to look through. Ask the user to remove what is not needed there (a folder of generated files), or to " +
                 "serve a smaller Location."
-              : `core cannot list ${walked.shut.at} (${Listing.shutText(walked.shut.code)}). Ask the user to look at that ` +
+              : `core cannot list ${(walked?.partial === true ? walked : edits)!.shut!.at} (${Listing.shutText((walked?.partial === true ? walked : edits)!.shut!.code)}). Ask the user to look at that ` +
                 "folder (make it readable, move it to a shorter path, or remove it).") +
             " Do not retry the command until then.",
         }

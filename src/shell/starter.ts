@@ -189,7 +189,7 @@ export const apply = (
   // cover): a command that would read it must not start.
   if (order.grants !== undefined && order.cover !== undefined) {
     const uncovered = Namespace.cover(way, order.cover)
-    if (uncovered !== undefined) return { failed: `Could not keep what the read rules deny from the command: ${uncovered}` }
+    if (uncovered !== undefined) return { failed: `Could not keep what the read and edit rules deny from the command: ${uncovered}` }
   }
   // Rules built ahead from expected grants are as old as the wait: past EXPECTED_MS, built again now.
   if (readied.expectedAt !== undefined && performance.now() - readied.expectedAt > EXPECTED_MS && readied.prepared !== undefined) {

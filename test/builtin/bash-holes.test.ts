@@ -353,6 +353,23 @@ describe("an edit-denied file is not changed by copying, moving or linking aroun
     })
   }
 
+  // What no table of core's knows (tar, git mv, any program) meets the rule in the kernel: the denied files are
+  // read-only in the command's mount namespace, and their folders cannot be renamed; they read as they are.
+  for (const command of [
+    "mkdir -p t/protected && echo changed > t/protected/file.txt && tar -cf t.tar -C t protected && tar -xf t.tar",
+    "git init -q . && git add -A && GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b " +
+      "git commit -qm x && git mv protected p2 && echo changed > p2/file.txt && git mv p2 protected",
+  ]) {
+    test(`${JSON.stringify(command.slice(0, 60))}… runs, and the denied file is as it was`, async () => {
+      const box = harness({ rules: RULES, files: FILES })
+      const outcome = await box.settle("bash", { command })
+      expect(outcome.settlement.status).toBe("success")
+      expect(readFileSync(join(box.directory, "protected/file.txt"), "utf8")).toBe("kept")
+      const read = await box.settle("bash", { command: "cat protected/file.txt yarn.lock" })
+      expect((read.settlement.content[0] as { text: string }).text).toStartWith("keptkept")
+    })
+  }
+
   test("a directory moved to the denied name with a file in it is denied; copied or moved elsewhere, it runs", async () => {
     const box = harness({ rules: RULES, files: { "p2/new.txt": "new", "stage/file.txt": "x", "yarn.lock": "kept" } })
     expect((await box.settle("bash", { command: "mv p2 protected" })).settlement.error?.kind).toBe("denied")

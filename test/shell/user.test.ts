@@ -36,11 +36,15 @@ const possible = (): boolean => {
 }
 const runnable = possible()
 
-const run = (command: string) => {
+const run = (command: string, frozen?: { readonly name: string; readonly text: string }) => {
   const home = owned("core-user-home-")
   const records = owned("core-user-runs-")
   const cwd = owned("core-user-cwd-")
-  const child = asUser([process.execPath, CHILD, records, cwd, command], home)
+  if (frozen !== undefined) {
+    writeFileSync(join(cwd, frozen.name), frozen.text)
+    chownSync(join(cwd, frozen.name), USER, USER)
+  }
+  const child = asUser([process.execPath, CHILD, records, cwd, command, ...(frozen === undefined ? [] : [frozen.name])], home)
   const line = child.stdout.toString().trim().split("\n").pop() ?? ""
   if (!line.startsWith("{")) throw new Error(`the child failed: ${child.stderr.toString()}`)
   return { cwd, result: JSON.parse(line) }
@@ -70,6 +74,16 @@ describe.skipIf(!runnable)(`core run by a user who is not root${runnable ? "" : 
     expect(result.stderr).toMatch(/Permission denied|Read-only file system/)
     expect(readFileSync(join(cwd, "inside"), "utf8")).toBe("kept\n")
     expect(readdirSync(outside)).toEqual([])
+  })
+
+  // What the edit rules deny is read-only in the command's mount namespace, made in a user namespace here.
+  test("a file the edit rules deny reads as it is and cannot be changed, renamed or removed, by any program", () => {
+    const { cwd, result } = run(
+      `cat frozen.txt; echo; echo changed > frozen.txt; echo "$?"; mv frozen.txt moved.txt; echo "$?"; rm -f frozen.txt; echo "$?"`,
+      { name: "frozen.txt", text: "kept" },
+    )
+    expect(result.stdout).toMatch(/^kept\n1\n1\n1\n$/)
+    expect(readFileSync(join(cwd, "frozen.txt"), "utf8")).toBe("kept")
   })
 
   test("nor does it change the mode, times or attributes of the user's files outside it: a key stays the user's alone", () => {
