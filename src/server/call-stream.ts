@@ -54,28 +54,37 @@ export interface Options {
 }
 
 /**
- * The encoded events waiting for the reader, bounded: a progress event replaces one waiting right before it (a
- * progress is the call's state now: a command's last lines, each up to some KiB of escapes, held by a reader that
- * does not read, grew by 95 KB a second), and past Events.BUFFER the oldest go. The final event is the newest when
- * it comes, so it is never dropped.
+ * Past this many bytes waiting for the reader, a progress event replaces one waiting right before it: a progress is
+ * the call's state now (a command's last lines, each up to some KiB of escapes), and a reader that did not read held
+ * 4,096 of them, growing by 95 KB a second. A reader that keeps up gets every one.
+ */
+const MAX_WAITING_BYTES = 1024 * 1024
+
+/**
+ * The encoded events waiting for the reader, bounded: past MAX_WAITING_BYTES a progress replaces the one before it,
+ * and past Events.BUFFER the oldest go. The final event is the newest when it comes, so it is never dropped.
  */
 class Pending {
   private events: Array<string> = []
   private head = 0
-  /** Whether the newest event waiting is a progress, which the next progress replaces. */
+  /** The characters of the events waiting (from `head` on). */
+  private waiting = 0
+  /** Whether the newest event waiting is a progress, which the next may replace. */
   private progress = false
   get size(): number {
     return this.events.length - this.head
   }
   push(text: string, progress = false): void {
-    const replaces = progress && this.progress && this.size > 0
+    const replaces = progress && this.progress && this.size > 0 && this.waiting > MAX_WAITING_BYTES
     this.progress = progress
     if (replaces) {
+      this.waiting += text.length - this.events[this.events.length - 1]!.length
       this.events[this.events.length - 1] = text
       return
     }
     this.events.push(text)
-    if (this.size > Events.BUFFER) this.head++
+    this.waiting += text.length
+    if (this.size > Events.BUFFER) this.waiting -= this.events[this.head++]!.length
     // Dropped places are reclaimed now and then, not on every event.
     if (this.head > Events.BUFFER) {
       this.events = this.events.slice(this.head)
@@ -87,6 +96,7 @@ class Pending {
     const text = this.head === 0 && this.events.length === 1 ? this.events[0]! : this.events.slice(this.head).join("")
     this.events = []
     this.head = 0
+    this.waiting = 0
     this.progress = false
     return text
   }

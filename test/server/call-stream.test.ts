@@ -1,6 +1,6 @@
 // A call's event stream through the compiled `core serve` on a real socket (src/server/call-stream.ts): a reader
-// that stops reading gets the newest progress in place of those it missed, and the settlement, while the server's
-// memory stays bounded; a reader that goes away mid-stream leaves the call to settle and be recorded, and the server answering.
+// that stops reading gets the newest progress in place of those past a bound, and the settlement, while the
+// server's memory stays bounded; a reader that goes away mid-stream leaves the call to settle and be recorded, and the server answering.
 
 import { describe, expect, test } from "bun:test"
 import { connect, type Socket } from "node:net"
@@ -70,7 +70,7 @@ const eventsOf = (text: string) => {
 const rss = async (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(await Bun.file(`/proc/${pid}/status`).text())![1]) * 1024
 
 describe("a call's event stream on a real socket", () => {
-  test("a reader that stops reading gets the newest progress in place of those it missed, and the settlement", async () => {
+  test("a reader that stops reading gets the newest progress in place of those past a bound, and the settlement", async () => {
     const box = sandbox({ "tools/chatty.ts": CHATTY })
     const server = await serve(box)
     const { turnID } = await server.turn()
@@ -98,8 +98,8 @@ describe("a call's event stream on a real socket", () => {
     const events = eventsOf(Buffer.concat(chunks).toString("utf8"))
     expect(events.at(-1)).toEqual({ event: "settlement", data: expect.objectContaining({ status: "success", structured: "done" }) })
     const steps = events.filter((event) => event.event === "progress").map((event) => Number(event.data.message.split(" ")[0]))
-    // The first ones went into the socket's buffers before the reader stopped; of the rest, each replaced the one
-    // waiting before it (a progress is the call's state now), so the newest is what the reader gets.
+    // The first ones went into the socket's buffers before the reader stopped, then a MiB of them waited; past that
+    // each replaced the one waiting before it (a progress is the call's state now): the newest is what is read last.
     expect(steps.length).toBeLessThan(Events.BUFFER)
     expect(steps.every((step, index) => index === 0 || step > steps[index - 1]!)).toBe(true)
     expect(steps.at(-1)).toBe(CHATTER)
