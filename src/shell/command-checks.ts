@@ -129,22 +129,25 @@ const GIT_GLOBALS: Readonly<Record<string, boolean>> = {
 
 /**
  * The words as they run, where that differs from how they are written: quotes and escapes undone (`git "push"` is
- * `git push`), and git's options before its subcommand left out (`git -C . push` is a push). Undefined when a word
- * holds an expansion (what it runs is not known here) or nothing differs.
+ * `git push`), and git's options before its subcommand left out (`git -C . push` is a push, and so is `git -C
+ * "$PWD" push`). Undefined when another word holds an expansion (what it runs is not known here) or nothing differs.
  */
 const asRun = (words: ReadonlyArray<Word>): ReadonlyArray<Word> | undefined => {
-  if (words.some((word) => word.value === undefined)) return undefined
   let run = words
   if (words[0]!.value === "git") {
     let index = 1
     while (index < words.length) {
-      const value = words[index]!.value!
+      // An option's value may be an expansion (`-C "$PWD"`, `--git-dir="$HOME/.git"`): it is left out all the same.
+      const word = words[index]!
+      const value = word.value ?? (/^--[\w-]+=/.test(word.text) ? word.text : undefined)
+      if (value === undefined) break
       const option = value.split("=")[0]!
       if (!Object.hasOwn(GIT_GLOBALS, option)) break
       index += GIT_GLOBALS[option] === true && !value.includes("=") ? 2 : 1
     }
     run = [words[0]!, ...words.slice(index)]
   }
+  if (run.some((word) => word.value === undefined)) return undefined
   const plain = run.map((word) => ({ ...word, text: word.value! }))
   return plain.length === words.length && plain.every((word, index) => word.text === words[index]!.text) ? undefined : plain
 }

@@ -39,8 +39,18 @@ export const TABLE: Readonly<Record<string, ReadonlyArray<Flag>>> = {
   "git commit": [flag("a", "--all"), flag("n", "--no-verify"), flag("", "--amend"), flag("q", "--quiet"), flag("v", "--verbose"), flag("s", "--signoff")],
 }
 
-/** At most this many flags are spelled in every order; past it, only the order written and the sorted one. */
+/**
+ * At most this many flags are spelled in every order; past it, each two of them first (in either order, the rest
+ * as written), so that a rule naming two (`rm -rf *`) meets them however many more are given (`rm -vdfr x`).
+ */
 const MAX_PERMUTED = 3
+
+/** Orders of `flags` past MAX_PERMUTED: as written, sorted, and each ordered pair first with the rest as written. */
+const pairsFirst = <A>(flags: ReadonlyArray<A>, sorted: ReadonlyArray<A>): ReadonlyArray<ReadonlyArray<A>> => [
+  flags,
+  sorted,
+  ...flags.flatMap((first) => flags.filter((second) => second !== first).map((second) => [first, second, ...flags.filter((each) => each !== first && each !== second)])),
+]
 
 const permutations = <A>(items: ReadonlyArray<A>): ReadonlyArray<ReadonlyArray<A>> =>
   items.length <= 1
@@ -53,8 +63,9 @@ const product = (lists: ReadonlyArray<ReadonlyArray<string>>): ReadonlyArray<Rea
 
 /**
  * The other spellings of a command's words (`values`: the command name, then its arguments' values; `texts`: the
- * same as written), or none when the command is not in TABLE or gives an option TABLE does not know. Operands
- * keep their written text, in their order, after the flags.
+ * same as written), or none when the command is not in TABLE. Options TABLE does not know (`--preserve-root`, a
+ * letter of a group it does not know) and operands keep their written text, in their order, after the flags: the
+ * spellings are only ever checked for a rule of their own that denies or asks, so one more is never a way around.
  */
 export const variants = (values: ReadonlyArray<string | undefined>, texts: ReadonlyArray<string>, name: string): ReadonlyArray<string> => {
   const key = name === "git" && values[1] !== undefined ? `git ${values[1]}` : name
@@ -63,6 +74,8 @@ export const variants = (values: ReadonlyArray<string | undefined>, texts: Reado
   const head = key.split(" ")
   const flags: Array<Flag> = []
   const operands: Array<string> = []
+  /** Options TABLE does not know, as written. */
+  const others: Array<string> = []
   let ended = false
   for (let index = head.length; index < values.length; index++) {
     const value = values[index]
@@ -80,15 +93,19 @@ export const variants = (values: ReadonlyArray<string | undefined>, texts: Reado
       continue
     }
     const letters = value.startsWith("--") ? [value] : [...value.slice(1)]
+    const unknown: Array<string> = []
     for (const letter of letters) {
       const found = known.find((candidate) => (letter.startsWith("--") ? candidate.long === letter : candidate.short.includes(letter)))
-      if (found === undefined) return []
-      if (!flags.includes(found)) flags.push(found)
+      if (found === undefined) unknown.push(letter)
+      else if (!flags.includes(found)) flags.push(found)
     }
+    if (unknown.length > 0) others.push(unknown.length === letters.length ? text : `-${unknown.join("")}`)
   }
   if (flags.length === 0) return []
-  const orders = flags.length <= MAX_PERMUTED ? permutations(flags) : [flags, [...flags].sort((a, b) => (a.short + a.long).localeCompare(b.short + b.long))]
-  const tail = operands.length === 0 ? "" : ` ${operands.join(" ")}`
+  const orders =
+    flags.length <= MAX_PERMUTED ? permutations(flags) : pairsFirst(flags, [...flags].sort((a, b) => (a.short + a.long).localeCompare(b.short + b.long)))
+  const rest = [...others, ...operands]
+  const tail = rest.length === 0 ? "" : ` ${rest.join(" ")}`
   const found = new Set<string>()
   for (const order of orders) {
     const shorts = order.every((item) => item.short !== "") ? product(order.map((item) => [...item.short])) : []

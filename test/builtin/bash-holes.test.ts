@@ -246,10 +246,15 @@ describe("an asked subcommand is asked spelled another way", () => {
     "git -C . push origin main",
     "git --no-pager push origin main",
     "git --git-dir=.git push",
+    'git -C "$PWD" push origin main',
+    'git --git-dir="$PWD/.git" push',
     "git t'a'g v1",
     "rm -fr d",
     "rm -r -f d",
     "rm --recursive --force d",
+    "rm -vdfr d",
+    "rm --preserve-root -fr d",
+    "rm -fr --interactive=never d",
   ]
   for (const command of ROWS) {
     test(`${JSON.stringify(command)} is asked, as written, and declined runs nothing`, async () => {

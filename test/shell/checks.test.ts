@@ -343,8 +343,17 @@ describe("Flags.variants", () => {
     expect(of("git clean -fdx")).toContain("git clean -f -d -x")
   })
 
-  test("an option the table does not know, a valued option or an unknown command leaves the command as written", () => {
-    expect(of("rm --no-preserve-root -rf /")).toEqual([])
+  // An option the table did not know dropped every other spelling: `rm --preserve-root -fr x` met no rule about
+  // `rm -rf *`, nor did more than three flags in another order (`rm -vdfr x`).
+  test("an option the table does not know is kept after the flags as written; each two of many flags come first", () => {
+    expect(of("rm --no-preserve-root -fr /")).toContain("rm -rf --no-preserve-root /")
+    expect(of("rm -fr --interactive=never x")).toContain("rm -rf --interactive=never x")
+    expect(of("rm -frZ x")).toContain("rm -rf -Z x")
+    expect(of("rm -vdfr x")).toContain("rm -rf -v -d x")
+    expect(of("git push -fv --atomic")).toContain("git push -f -v --atomic")
+  })
+
+  test("a valued option alone, an unknown command or no flag leaves the command as written", () => {
     expect(of("cp -t dir x")).toEqual([])
     expect(of("frob -rf x")).toEqual([])
     expect(of("rm x")).toEqual([])
