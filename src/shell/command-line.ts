@@ -453,6 +453,11 @@ const visit = (node: Node, collector: Collector, outer: Gathered = { redirects: 
         const commands = collector.commands.slice(from)
         const scope = begin(collector, from)
         for (const redirect of gathered.redirects) collector.statements.push({ owner: collector.within ?? node.text, redirect, commands, scope })
+        // What a heredoc feeds a group (`{ sh; } <<EOF`) is code or data to whichever of its commands reads it: the
+        // statement is asked whole, what is fed shown, and a rule about that text meets it.
+        if (gathered.feeds.length > 0) {
+          collector.opaque.push({ resource: collector.within ?? node.text, reason: "it feeds a heredoc or here-string to a group of commands" })
+        }
       }
       for (const child of node.children) if (child !== null && child.id !== body?.id) walk(child, collector)
       return

@@ -315,6 +315,15 @@ describe("what a heredoc or here-string feeds a command is part of what is asked
     })
   }
 
+  test("a group fed a heredoc is asked whole, what is fed shown, and a rule about it holds", async () => {
+    const box = harness({ rules: [...RULES, { action: "bash", resource: "*rm *", effect: "deny" }], files: { "v.txt": "x" } })
+    const denied = await box.settle("bash", { command: "{ sh; } <<EOF\nrm v.txt\nEOF" })
+    expect(denied.settlement.error?.kind).toBe("denied")
+    const asked = await box.settle("bash", { command: "( cat; ) <<EOF\ntouch made.txt\nEOF" })
+    expect(asked.asks.flatMap((ask) => ask.resources)).toContain("( cat; ) <<EOF\ntouch made.txt\nEOF")
+    expect(existsSync(join(box.directory, "v.txt"))).toBe(true)
+  })
+
   test("a rule about what is fed holds; a heredoc's command is checked with it", async () => {
     const box = harness({
       rules: [...RULES, { action: "bash", resource: "* <<EOF*rm *", effect: "deny" }],
