@@ -449,14 +449,20 @@ const visit = (node: Node, collector: Collector, outer: Gathered = { redirects: 
         if (gathered.words.length > 0) collector.unparsed ??= "it gives arguments after a redirection"
         // A compound command's (`{ a; b; } < in`, `while …; done < in`): it applies to every command in it.
         const from = collector.commands.length
+        const opaqueFrom = collector.opaque.length
         if (target !== null) walk(target, collector)
         const commands = collector.commands.slice(from)
         const scope = begin(collector, from)
         for (const redirect of gathered.redirects) collector.statements.push({ owner: collector.within ?? node.text, redirect, commands, scope })
-        // What a heredoc feeds a group (`{ sh; } <<EOF`) is code or data to whichever of its commands reads it: the
-        // statement is asked whole, what is fed shown, and a rule about that text meets it.
+        // What a heredoc feeds a group (`{ sh; } <<EOF`) reaches whichever of its commands reads its input: one asked
+        // for what it runs from there (a shell, an interpreter) is asked with what is fed, so that the ask shows it
+        // and a rule about that text meets it.
         if (gathered.feeds.length > 0) {
-          collector.opaque.push({ resource: collector.within ?? node.text, reason: "it feeds a heredoc or here-string to a group of commands" })
+          const fed = new Set(commands.map((command) => command.resource))
+          for (let index = opaqueFrom; index < collector.opaque.length; index++) {
+            const entry = collector.opaque[index]!
+            if (fed.has(entry.resource)) collector.opaque[index] = { ...entry, resource: entry.resource + suffixOf([], gathered.feeds) }
+          }
         }
       }
       for (const child of node.children) if (child !== null && child.id !== body?.id) walk(child, collector)

@@ -61,6 +61,16 @@ const permutations = <A>(items: ReadonlyArray<A>): ReadonlyArray<ReadonlyArray<A
 const product = (lists: ReadonlyArray<ReadonlyArray<string>>): ReadonlyArray<ReadonlyArray<string>> =>
   lists.reduce<ReadonlyArray<ReadonlyArray<string>>>((acc, list) => acc.flatMap((done) => list.map((item) => [...done, item])), [[]])
 
+/** The flag of `known` a short letter or a long name (`--force`) is, if any. */
+const knownFlag = (known: ReadonlyArray<Flag>, letter: string): Flag | undefined =>
+  known.find((candidate) => (letter.startsWith("--") ? candidate.long === letter : candidate.short.includes(letter)))
+
+/** Whether `value` is an option word made only of flags of `known` (`-fr`, `--force`). */
+const allKnown = (known: ReadonlyArray<Flag>, value: string): boolean =>
+  value.startsWith("--")
+    ? knownFlag(known, value) !== undefined
+    : /^-[^-]/.test(value) && [...value.slice(1)].every((letter) => knownFlag(known, letter) !== undefined)
+
 /**
  * The other spellings of a command's words (`values`: the command name, then its arguments' values; `texts`: the
  * same as written), or none when the command is not in TABLE. Options TABLE does not know (`--preserve-root`, a
@@ -95,11 +105,18 @@ export const variants = (values: ReadonlyArray<string | undefined>, texts: Reado
     const letters = value.startsWith("--") ? [value] : [...value.slice(1)]
     const unknown: Array<string> = []
     for (const letter of letters) {
-      const found = known.find((candidate) => (letter.startsWith("--") ? candidate.long === letter : candidate.short.includes(letter)))
+      const found = knownFlag(known, letter)
       if (found === undefined) unknown.push(letter)
       else if (!flags.includes(found)) flags.push(found)
     }
-    if (unknown.length > 0) others.push(unknown.length === letters.length ? text : `-${unknown.join("")}`)
+    if (unknown.length === 0) continue
+    others.push(unknown.length === letters.length ? text : `-${unknown.join("")}`)
+    // An option it does not know may take the next word as its value (`git commit -m "-a fix"`): that word is kept
+    // with it, unless it is plainly flags the table knows (`rm --preserve-root -fr x`).
+    const next = values[index + 1]
+    if (unknown.length === letters.length && !value.includes("=") && index + 1 < values.length && !(next !== undefined && allKnown(known, next))) {
+      others.push(texts[++index]!)
+    }
   }
   if (flags.length === 0) return []
   const orders =

@@ -360,6 +360,8 @@ export interface Prepared {
  * not write is (Namespace.readOnlyOutside), which the kernel checks first.
  */
 const REFUSAL = /permission denied|EACCES|read-only file system|EROFS/i
+/** Trees the kernel makes, never walked for what the rules deny. */
+const KERNEL_TREES = ["/proc", "/sys", "/dev"]
 /** Characters that open a quoted path, end one (and close it, when a quote), and end a bare one. */
 const QUOTE_OPENS = new Set(["'", '"', "`", "‘"])
 const QUOTED_ENDS = new Set(["'", '"', "`", "’", "\n"])
@@ -457,7 +459,8 @@ export const prepare = (
   const home = env.HOME || homedir()
   const grantedAll = [...write, ...read, ...devices]
   const reachable = (path: string) => !secret.some((dir) => within(dir, path)) && grantedAll.some((dir) => within(dir, path))
-  const roots = [location, ...policy.approved.map(Landlock.real)]
+  // The kernel's own trees (a command naming /proc/self) hold nothing a rule denies, and cannot all be listed.
+  const roots = [location, ...policy.approved.map(Landlock.real).filter((path) => !KERNEL_TREES.some((tree) => within(tree, path)))]
   const walked = covering && policy.readDenied !== undefined ? Covered.walk(roots, policy.readDenied) : undefined
   // What the grants already keep out (carved out, or never granted) needs no cover: the command is refused it.
   const files = (walked?.files ?? []).filter(reachable)
@@ -468,10 +471,15 @@ export const prepare = (
   const frozen = [...(edits?.files ?? []), ...(edits?.directories ?? [])]
     .filter((path) => reachable(path) && !files.includes(path) && !directories.some((dir) => within(dir, path)))
   const folders = new Set<string>()
+  // A folder in (or at) a frozen one is not pinned: the frozen one is read-only whole, and a pin in it would be a
+  // writable mount of its own under it.
+  const frozenWhole = (folder: string) => (edits?.directories ?? []).some((dir) => frozen.includes(dir) && within(dir, folder))
   for (const path of [...files, ...directories, ...frozen]) {
     const root = roots.find((each) => within(each, path))
     if (root === undefined) continue
-    for (let folder = dirname(path); folder !== root && within(root, folder) && !folders.has(folder); folder = dirname(folder)) folders.add(folder)
+    for (let folder = dirname(path); folder !== root && within(root, folder) && !folders.has(folder); folder = dirname(folder)) {
+      if (!frozenWhole(folder)) folders.add(folder)
+    }
   }
   for (const path of made.coverable) {
     const stat = lstatSync(path, { throwIfNoEntry: false })

@@ -315,13 +315,17 @@ describe("what a heredoc or here-string feeds a command is part of what is asked
     })
   }
 
-  test("a group fed a heredoc is asked whole, what is fed shown, and a rule about it holds", async () => {
+  test("a shell in a group fed a heredoc is asked with what is fed, and a rule about it holds; a loop reading it runs", async () => {
     const box = harness({ rules: [...RULES, { action: "bash", resource: "*rm *", effect: "deny" }], files: { "v.txt": "x" } })
     const denied = await box.settle("bash", { command: "{ sh; } <<EOF\nrm v.txt\nEOF" })
     expect(denied.settlement.error?.kind).toBe("denied")
-    const asked = await box.settle("bash", { command: "( cat; ) <<EOF\ntouch made.txt\nEOF" })
-    expect(asked.asks.flatMap((ask) => ask.resources)).toContain("( cat; ) <<EOF\ntouch made.txt\nEOF")
+    const asked = await box.settle("bash", { command: "( python3; ) <<EOF\nopen('made.txt', 'w')\nEOF" })
+    expect(asked.asks.flatMap((ask) => ask.resources)).toContain("python3 <<EOF\nopen('made.txt', 'w')\nEOF")
+    expect(existsSync(join(box.directory, "made.txt"))).toBe(false)
     expect(existsSync(join(box.directory, "v.txt"))).toBe(true)
+    const loop = await box.settle("bash", { command: "while read l; do echo got $l; done <<EOF\na\nb\nEOF" })
+    expect(loop.asks).toEqual([])
+    expect((loop.settlement.content[0] as { text: string }).text).toStartWith("got a\ngot b")
   })
 
   test("a rule about what is fed holds; a heredoc's command is checked with it", async () => {
@@ -383,6 +387,22 @@ describe("an edit-denied file is not changed by copying, moving or linking aroun
       expect((read.settlement.content[0] as { text: string }).text).toStartWith("keptkept")
     })
   }
+
+  // A folder pinned for a read-denied file in it was a writable mount of its own under the read-only one.
+  test("a folder denied whole stays read-only below, where a read rule covers a file too", async () => {
+    const box = harness({
+      rules: [...RULES, { action: "read", resource: "*.key", effect: "deny" }],
+      files: {
+        "protected/sub/deeper/x.txt": "kept",
+        "protected/sub/deeper/r.key": "secret",
+        "t/a.sh": "echo pwn > protected/sub/deeper/x.txt; rm -f protected/sub/deeper/x.txt; echo made > protected/sub/deeper/new.txt",
+      },
+    })
+    const outcome = await box.settle("bash", { command: "sh t/a.sh" })
+    expect(outcome.settlement.status).toBe("success")
+    expect(readFileSync(join(box.directory, "protected/sub/deeper/x.txt"), "utf8")).toBe("kept")
+    expect(existsSync(join(box.directory, "protected/sub/deeper/new.txt"))).toBe(false)
+  })
 
   test("a directory moved to the denied name with a file in it is denied; copied or moved elsewhere, it runs", async () => {
     const box = harness({ rules: RULES, files: { "p2/new.txt": "new", "stage/file.txt": "x", "yarn.lock": "kept" } })

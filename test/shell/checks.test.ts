@@ -351,6 +351,10 @@ describe("Flags.variants", () => {
     expect(of("rm -frZ x")).toContain("rm -rf -Z x")
     expect(of("rm -vdfr x")).toContain("rm -rf -v -d x")
     expect(of("git push -fv --atomic")).toContain("git push -f -v --atomic")
+    // Its value, which may look like flags, stays with it.
+    expect(of('git commit -m "-a fix"')).toEqual([])
+    expect(of('git commit -a -m "-n x"')).toContain('git commit --all -m "-n x"')
+    expect(of('git commit -a -m "-n x"').some((each) => each.includes("--no-verify"))).toBe(false)
   })
 
   test("a valued option alone, an unknown command or no flag leaves the command as written", () => {

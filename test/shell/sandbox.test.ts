@@ -391,6 +391,31 @@ describe("the shell sandbox", () => {
     }
   })
 
+  // A command naming /proc/self had core's own /proc/<pid> approved, and its walk for what the rules deny stopped at
+  // a folder there it could not list (as a user who is not root): the command did not start.
+  test("the kernel's trees a command names (/proc/self) are not walked for what the rules deny", () => {
+    const location = realpathSync(tempDir("core-loc-"))
+    writeFileSync(join(location, "yarn.lock"), "kept")
+    const asked: Array<string> = []
+    const denied = (real: string) => {
+      asked.push(real)
+      return real.endsWith(".lock")
+    }
+    const prepared = Sandbox.prepare(
+      { location, approved: ["/proc/self", "/sys/kernel"], readDenied: denied, editDenied: denied },
+      { PATH: "/usr/bin:/bin", HOME: tempDir("core-user-") },
+      {},
+      true,
+    )
+    try {
+      expect(prepared.uncovered).toBeUndefined()
+      expect(asked.filter((path) => /^\/(proc|sys)\//.test(path))).toEqual([])
+      expect(asked).toContain(join(location, "yarn.lock"))
+    } finally {
+      prepared.cleanup()
+    }
+  })
+
   test(`the paths a result names as refused are only those the sandbox keeps out, as the output spelled them`, () => {
     const location = tempDir("core-loc-")
     const home = tempDir("core-user-")
