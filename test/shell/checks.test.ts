@@ -352,9 +352,11 @@ describe("Flags.variants", () => {
     expect(of("rm -vdfr x")).toContain("rm -rf -v -d x")
     expect(of("git push -fv --atomic")).toContain("git push -f -v --atomic")
     // Its value, which may look like flags, stays with it.
-    expect(of('git commit -m "-a fix"')).toEqual([])
-    expect(of('git commit -a -m "-n x"')).toContain('git commit --all -m "-n x"')
-    expect(of('git commit -a -m "-n x"').some((each) => each.includes("--no-verify"))).toBe(false)
+    const quoted = (values: ReadonlyArray<string>, texts: ReadonlyArray<string>) => Flags.variants(values, texts, values[0]!)
+    expect(quoted(["git", "commit", "-m", "-a fix"], ["git", "commit", "-m", '"-a fix"'])).toEqual([])
+    const amended = quoted(["git", "commit", "-a", "-m", "-n x"], ["git", "commit", "-a", "-m", '"-n x"'])
+    expect(amended).toContain('git commit --all -m "-n x"')
+    expect(amended.some((each) => each.includes("--no-verify"))).toBe(false)
   })
 
   test("a valued option alone, an unknown command or no flag leaves the command as written", () => {
