@@ -106,6 +106,11 @@ export const Output = Schema.Struct({
       description: "Paths the output says were refused that core's OS sandbox keeps out of commands' reach",
     }),
   ),
+  ruled: Schema.optionalKey(
+    Schema.Array(Schema.String).annotate({
+      description: "Paths the output says were refused that the user's read or edit rules keep from commands (read as empty, or read-only)",
+    }),
+  ),
 })
 export type Output = typeof Output.Type
 
@@ -184,6 +189,7 @@ const outputOf = (result: Shell.Result): Output => {
     ...(result.undoneKeptIn === undefined ? {} : { undoneKeptIn: result.undoneKeptIn }),
     ...(result.unchecked === undefined ? {} : { unchecked: result.unchecked }),
     ...(result.refused === undefined || result.refused.length === 0 ? {} : { sandboxed: [...result.refused] }),
+    ...(result.ruled === undefined || result.ruled.length === 0 ? {} : { ruled: [...result.ruled] }),
   }
 }
 
@@ -194,6 +200,11 @@ const sandboxedLine = (paths: ReadonlyArray<string>): string =>
   `${paths.slice(0, SANDBOXED_NAMED).join(", ")}${paths.length > SANDBOXED_NAMED ? " and more" : ""}: kept out by ` +
   `core's sandbox; the user can grant ${paths.length === 1 ? "it" : "them"} in core.json (shell.allowRead or shell.allowWrite; ` +
   "a socket to connect to, shell.sockets)."
+
+const ruledLine = (paths: ReadonlyArray<string>): string =>
+  `${paths.slice(0, SANDBOXED_NAMED).join(", ")}${paths.length > SANDBOXED_NAMED ? " and more" : ""}: the user's rules ` +
+  `keep ${paths.length === 1 ? "it" : "them"} from commands (a file they deny reading reads as empty; one they deny changing is read-only). ` +
+  "Do not try to reach the same result another way; ask the user if it must change."
 
 const killedLine = (killed: NonNullable<Output["killed"]>): string =>
   `Killed ${killed.length} process${killed.length === 1 ? "" : "es"} still running: ${Shell.named(killed)}`
@@ -310,6 +321,7 @@ export const text =
       lines.push(`Could not kill ${output.survivors.length} process(es) of the command: ${output.survivors.join(", ")}`)
     }
     if (output.sandboxed !== undefined) lines.push(sandboxedLine(output.sandboxed))
+    if (output.ruled !== undefined) lines.push(ruledLine(output.ruled))
     if (output.undone !== undefined) {
       const kept = output.undoneKeptIn === undefined ? "" : ` and kept in ${output.undoneKeptIn} for the person`
       const git = output.undone.filter(isGitPlace)

@@ -330,6 +330,11 @@ export interface Prepared {
    */
   readonly refused: (output: string, cwd: string) => ReadonlyArray<string>
   /**
+   * Whether a path `refused` named (taken against `cwd`) is one the agent's `read` or `edit` rules keep from the
+   * command (covered, or read-only): the rules, not the grants, are why.
+   */
+  readonly ruled: (name: string, cwd: string) => boolean
+  /**
    * What the command must read nothing of although a grant holds it (core.json's denyRead, what the agent's `read`
    * rules deny in the Location and approved directories), covered in its mount namespace; absent when nothing is,
    * or when covering was not asked (then core.json's denies are carved out of the grants instead).
@@ -529,6 +534,10 @@ export const prepare = (
       ...(login === undefined ? {} : { BASH_ENV: login }),
     },
     refused,
+    ruled: (name, cwd) => {
+      const path = Landlock.real(Home.expand(name, home, cwd))
+      return (walked?.files ?? []).includes(path) || [...(walked?.directories ?? []), ...frozen].some((dir) => within(dir, path))
+    },
     granted: made.granted,
     ...(walked?.partial === true || edits?.partial === true
       ? {

@@ -192,6 +192,15 @@ export interface Result {
   readonly unchecked?: string
   /** Paths the output says were refused that the OS sandbox keeps out of the command's reach (Sandbox.Prepared). */
   readonly refused?: ReadonlyArray<string>
+  /** Of those, the ones the agent's read or edit rules keep from it (Sandbox.Prepared.ruled). */
+  readonly ruled?: ReadonlyArray<string>
+}
+
+/** `result` with the paths its output says the sandbox refused, those the rules keep from it apart. */
+const withRefused = <R extends { readonly output: { readonly text: string } }>(result: R, prepared: Policies.Prepared, cwd: string) => {
+  const named = prepared.refused(result.output.text, cwd)
+  const ruled = named.filter((name) => prepared.ruled(name, cwd))
+  return { ...result, refused: named.filter((name) => !ruled.includes(name)), ...(ruled.length === 0 ? {} : { ruled }) }
 }
 
 export interface Interface {
@@ -705,7 +714,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
       ),
       (running) =>
         Effect.map(Effect.promise(() => running.result), (result) =>
-          prepared === undefined ? result : { ...result, refused: prepared.refused(result.output.text, request.cwd) },
+          prepared === undefined ? result : withRefused(result, prepared, request.cwd),
         ),
       // Runs however the use ends: on interruption this is what ends the process before the run returns, and what
       // it ended is what a cancelled call's settlement names.

@@ -388,6 +388,17 @@ describe("an edit-denied file is not changed by copying, moving or linking aroun
     })
   }
 
+  // The refusal told the model to have core.json's grants changed, which does not help: the rules are why.
+  test("a write the rule refuses says the user's rules keep the file from commands, not to grant it in core.json", async () => {
+    const box = harness({ rules: RULES, files: { ...FILES, "t/w.sh": "echo x > protected/file.txt" } })
+    const outcome = await box.settle("bash", { command: "sh t/w.sh" })
+    const text = (outcome.settlement.content[0] as { text: string }).text
+    expect(text).toContain("Read-only file system")
+    expect(text).toContain("protected/file.txt: the user's rules keep it from commands")
+    expect(text).not.toContain("shell.allowWrite")
+    expect((outcome.settlement.structured as { ruled?: ReadonlyArray<string> }).ruled).toEqual(["protected/file.txt"])
+  })
+
   // A folder pinned for a read-denied file in it was a writable mount of its own under the read-only one.
   test("a folder denied whole stays read-only below, where a read rule covers a file too", async () => {
     const box = harness({
