@@ -103,6 +103,7 @@ const Directory = Schema.Struct({
   hidden: Schema.optionalKey(
     Schema.Int.annotate({ description: "Files left out, not counted in totalEntries, because the user's rules deny reading them or they are the user's credential stores" }),
   ),
+  notUtf8: Schema.optionalKey(Schema.Int.annotate({ description: "Names that are not UTF-8, shown with U+FFFD" })),
 })
 
 const Image = Schema.Struct({
@@ -159,7 +160,9 @@ const renderDirectory = (output: typeof Directory.Type): string => {
     output.nextOffset === undefined
       ? `(${count(output.totalEntries, "entry")}.)`
       : `(Entries ${output.offset}-${last} of ${output.totalEntries}. ${FOOTER_HINT}=${output.nextOffset} to see more.)`
-  return `${output.content}\n\n${footer}${output.hidden === undefined ? "" : `\n${Builtin.hiddenNote(output.hidden, "file")}`}`
+  const notUtf8 =
+    output.notUtf8 === undefined ? "" : `\n(${output.notUtf8} ${output.notUtf8 === 1 ? "name is" : "names are"} not UTF-8; shown with U+FFFD.)`
+  return `${output.content}\n\n${footer}${output.hidden === undefined ? "" : `\n${Builtin.hiddenNote(output.hidden, "file")}`}${notUtf8}`
 }
 
 const pageBudget = (shown: string) => MAX_PAGE_BYTES - RESERVE_BYTES - ReadPage.pageBytes(shown)
@@ -227,6 +230,14 @@ const listed = (real: string) =>
         const entries = await new Promise<Array<Dirent>>((resolve, reject) =>
           readdir(held.at(""), { withFileTypes: true }, (error, found) => (error === null ? resolve(found) : reject(error))),
         )
+        // A name that is not UTF-8 is shown with U+FFFD: its bytes, read again, say which (Bun's entries with file
+        // types carry no bytes).
+        const bytes = entries.some((entry) => entry.name.includes("\ufffd"))
+          ? await new Promise<Array<Buffer>>((resolve, reject) =>
+              readdir(held.at(""), { encoding: "buffer" }, (error, found) => (error === null ? resolve(found) : reject(error))),
+            )
+          : []
+        const notUtf8 = new Set(bytes.flatMap((name) => (Buffer.from(name.toString("utf8")).equals(name) ? [] : [name.toString("utf8")])))
         const isDirectory = (entry: Dirent) => {
           if (entry.isDirectory()) return true
           if (!entry.isSymbolicLink()) return false
@@ -237,7 +248,9 @@ const listed = (real: string) =>
           }
         }
         const directories = new Set(await keptInTurns(entries, isDirectory))
-        return { entries: entries.map((entry) => ({ name: entry.name, directory: directories.has(entry) })) }
+        return {
+          entries: entries.map((entry) => ({ name: entry.name, directory: directories.has(entry), utf8: !notUtf8.has(entry.name) })),
+        }
       })
     } catch (cause) {
       return { cause }
@@ -441,6 +454,7 @@ const makeTool = (services: Builtin.Services) => {
         keptInTurns(listing.entries, (entry) => entry.directory || !denied(join(real, entry.name))),
       )
       const hidden = listing.entries.length - entries.length
+      const notUtf8 = entries.filter((entry) => !entry.utf8).length
       const names = sortedNames(entries)
       const offset = input.offset ?? 1
       if (offset > Math.max(names.length, 1)) return yield* pastEnd(shown, offset, names.length, "entry")
@@ -455,6 +469,7 @@ const makeTool = (services: Builtin.Services) => {
         totalEntries: names.length,
         ...(after < names.length ? { nextOffset: after + 1 } : {}),
         ...(hidden === 0 ? {} : { hidden }),
+        ...(notUtf8 === 0 ? {} : { notUtf8 }),
       }
     })
 

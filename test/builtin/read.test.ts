@@ -333,6 +333,16 @@ describe("read: names holding control characters", () => {
     expect(text).toBe(`app.ts\n${JSON.stringify(forged)}\n"x\\u001b[2J.ts"\n\n(3 entries.)`)
   })
 
+  // A name that is not UTF-8 showed with U+FFFD and nothing said, unlike list, glob and grep.
+  test("a directory's names that are not UTF-8 are shown with U+FFFD and counted; a link to a folder still shows as one", async () => {
+    const h = harness({ files: { "src/app.ts": "", "src/lib/x.ts": "" } })
+    writeFileSync(Buffer.concat([Buffer.from(join(h.directory, "src", "bad")), Buffer.from([0xff]), Buffer.from(".txt")]), "")
+    symlinkSync(join(h.directory, "src", "lib"), join(h.directory, "src", "linked"))
+    const { settlement } = await h.settle("read", { filePath: "src" })
+    expect(textOf(settlement)).toBe("lib/\nlinked/\napp.ts\nbad\ufffd.txt\n\n(4 entries.)\n(1 name is not UTF-8; shown with U+FFFD.)")
+    expect((settlement.structured as { notUtf8?: number }).notUtf8).toBe(1)
+  })
+
   test("a suggested name is quoted too", async () => {
     const h = harness({ files: { "src/notes.md\n.env.production": "" } })
     const { settlement } = await h.settle("read", { filePath: "src/notes" })
