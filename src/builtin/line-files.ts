@@ -121,40 +121,22 @@ const expand = (word: Words.Word, from: string): ReadonlyArray<string> => {
 const MAX_WALKED = 20_000
 
 /**
- * The files under a directory a command reads whole (`grep -r x dir`, `cp -r dir out`) that a `read` rule denies,
- * found by walking it (no symlinks followed, at most MAX_WALKED entries): each is then checked as a read.
+ * The files under a directory a command reads whole (`grep -r x dir`, `cp -r dir out`) that a rule denies, found by
+ * walking it (no symlinks followed, at most MAX_WALKED entries): each is then checked as a read (or an edit). With
+ * `into`: where a copy or move of the directory puts each of them (`cp -a stage/. keep/`), those `denied` denies.
+ * Nothing when `root` is no directory.
  */
-const deniedUnder = (root: string, denied: (real: string) => boolean): ReadonlyArray<string> => {
+const deniedUnder = (root: string, denied: (real: string) => boolean, into = root): ReadonlyArray<string> => {
   const found: Array<string> = []
   let walked = 0
   try {
     for (const match of new Bun.Glob("**").scanSync({ cwd: root, dot: true, onlyFiles: true, followSymlinks: false })) {
-      const path = resolve(root, match)
-      if (denied(path)) found.push(path)
-      if (++walked >= MAX_WALKED) break
-    }
-  } catch {
-    // What cannot be listed cannot be read by the command either.
-  }
-  return found
-}
-
-/**
- * The paths a copy or move of the directory `source` makes under `into` (each file at the same place under it) that
- * `denied` denies; nothing when `source` is no directory. As bounded as deniedUnder.
- */
-const deniedInto = (source: string, into: string, denied: (real: string) => boolean): ReadonlyArray<string> => {
-  if (statSync(source, { throwIfNoEntry: false })?.isDirectory() !== true) return []
-  const found: Array<string> = []
-  let walked = 0
-  try {
-    for (const match of new Bun.Glob("**").scanSync({ cwd: source, dot: true, onlyFiles: true, followSymlinks: false })) {
       const path = resolve(into, match)
       if (denied(path)) found.push(path)
       if (++walked >= MAX_WALKED) break
     }
   } catch {
-    // What cannot be listed cannot be copied by the command either.
+    // What cannot be listed cannot be read, copied or moved by the command either.
   }
   return found
 }
@@ -218,7 +200,7 @@ export const of = Effect.fnUntraced(function* (input: {
               written.add(join(match, basename(name)))
               if (editDenied === undefined) continue
               const into = basename(name) === "." ? [match] : name.endsWith("/") ? [match, join(match, basename(name))] : [join(match, basename(name))]
-              for (const target of into) for (const file of deniedInto(resolve(from, name), target, editDenied)) written.add(file)
+              for (const target of into) for (const file of deniedUnder(resolve(from, name), editDenied, target)) written.add(file)
             }
             // A whole directory changed (`rm -r keep`, `mv keep elsewhere`): each file under it the `edit` rules
             // deny is changed too.
@@ -227,7 +209,7 @@ export const of = Effect.fnUntraced(function* (input: {
             }
           } else if (editDenied !== undefined && sources.length === 1) {
             // A directory copied or moved to a new name (`mv stage keep`) is that name: its files land under it.
-            for (const file of deniedInto(resolve(from, sources[0]!), match, editDenied)) written.add(file)
+            for (const file of deniedUnder(resolve(from, sources[0]!), editDenied, match)) written.add(file)
           }
         }
       }
