@@ -183,7 +183,7 @@ export const make = (options: Options) => {
       return Respond.utf8(bytes) ?? Respond.notUtf8
     } catch (cause) {
       const reason = cause instanceof Error ? cause.message : String(cause)
-      return Respond.badRequest(`The request body could not be read: ${reason}`)
+      return Respond.unreadable(`The request body could not be read: ${reason}`)
     }
   }
 

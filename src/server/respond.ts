@@ -29,12 +29,23 @@ export class Problem extends Schema.TaggedError<Problem>()("Respond.Problem", {
 
 export const badRequest = (message: string) => new Problem({ status: 400, kind: "bad_request", message })
 
+/** The refusals of a body that is no JSON text (not UTF-8, unreadable): JSON-RPC's parse error, to `/mcp`. */
+const unparsable = new WeakSet<Problem>()
+
+/** A 400 refusing a request body whose bytes are no JSON text (see `rpcRefusal`). */
+export const unreadable = (message: string): Problem => {
+  const problem = badRequest(message)
+  unparsable.add(problem)
+  return problem
+}
+
 /**
- * A refusal of a body POSTed to `/mcp`, as JSON-RPC words it (an MCP client reads no other shape): bytes that are no
- * JSON text (not UTF-8, unreadable) are a parse error, anything else (too large) an invalid request.
+ * A refusal of a request to `/mcp`, as JSON-RPC words it (an MCP client reads no other shape): a body that is no JSON
+ * text (not UTF-8, unreadable) is a parse error, anything else (too large, a refused X-Core-Location) an invalid
+ * request.
  */
 export const rpcRefusal = (refusal: Problem): string =>
-  JSON.stringify({ jsonrpc: "2.0", error: { code: refusal.status === 400 ? -32700 : -32600, message: refusal.message }, id: null })
+  JSON.stringify({ jsonrpc: "2.0", error: { code: unparsable.has(refusal) ? -32700 : -32600, message: refusal.message }, id: null })
 export const notFound = (message: string) => new Problem({ status: 404, kind: "not_found", message })
 
 /**
@@ -149,7 +160,7 @@ const UTF8 = new TextDecoder("utf-8", { fatal: true })
  * A body that is not UTF-8: read as text, each of its other bytes would be U+FFFD, so two different ids would be one
  * call (the second answered the first's settlement) and an input would reach its tool as other text than was sent.
  */
-export const notUtf8 = badRequest(
+export const notUtf8 = unreadable(
   "The request body is not valid UTF-8: send JSON text encoded as UTF-8 (bytes that are not would be read as U+FFFD, making different ids and inputs the same)",
 )
 
@@ -188,7 +199,7 @@ export const readText = (request: HttpServerRequest.HttpServerRequest): Effect.E
       Effect.catchTag("HttpServerError", (cause) =>
         cause.reason._tag === "RequestParseError" && cause.reason.reason === "BodyTooLarge"
           ? Effect.fail(tooLarge)
-          : Effect.fail(badRequest(`The request body could not be read: ${cause.message}`)),
+          : Effect.fail(unreadable(`The request body could not be read: ${cause.message}`)),
       ),
     )
     const raw = utf8(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes))

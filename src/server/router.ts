@@ -178,14 +178,16 @@ export const make = (options: Options): WebHandler => {
       return yield* location.pipe(Effect.mapError((error) => Respond.badRequest(`The Location cannot be served: ${error.message}`)))
     })
 
-  const methodNotAllowed = (allowed: ReadonlyArray<string>): Handlers.Handler => (route) =>
-    Effect.fail(
-      new Respond.Problem({
-        status: 405,
-        kind: "method_not_allowed",
-        message: `${route.request.method} is not allowed on this route; use ${allowed.join(" or ")}`,
-      }),
-    )
+  /** A 405, with the `Allow` header HTTP asks of one (HEAD where GET is: the router serves it). */
+  const methodNotAllowed = (allowed: ReadonlyArray<string>): Handlers.Handler => {
+    const allow = (allowed.includes("GET") && !allowed.includes("HEAD") ? [...allowed, "HEAD"] : allowed).join(", ")
+    return (route) =>
+      Effect.succeed(
+        Respond.error(405, "method_not_allowed", `${route.request.method} is not allowed on this route; use ${allowed.join(" or ")}`, {
+          allow,
+        }),
+      )
+  }
 
   /** How much of an unknown path an answer repeats. */
   const MAX_ECHOED = 200

@@ -96,6 +96,20 @@ describe("/mcp against a token holder's hostile requests", () => {
     expect(runs(box, "echo")).toBe(0)
   })
 
+  // Every 400 was worded -32700 (a parse error), though the body was JSON: only a body that is no JSON text is one.
+  test("a refused X-Core-Location is an invalid request (-32600), before a session and in one; JSON-RPC's parse error is for bodies", async () => {
+    const { web, box } = await served({ "tools/echo.ts": ECHO })
+    const { transport } = await connect(web.handler)
+    for (const session of [{}, { "mcp-session-id": transport.sessionId! }]) {
+      for (const [named, status] of [["rel", 400], ["/etc", 403]] as const) {
+        const refused = await send(web.handler, "POST", { ...AUTH, ...session, "x-core-location": named }, "mcp-session-id" in session ? callBody(8, { text: "x" }) : INITIALIZE)
+        expect(refused.status).toBe(status)
+        expect(await refused.json()).toEqual({ jsonrpc: "2.0", error: { code: -32600, message: expect.stringContaining(named) }, id: null })
+      }
+    }
+    expect(runs(box, "echo")).toBe(0)
+  })
+
   test("a session id the client makes up is not adopted: initialize with it makes a fresh id, a call with it is 404", async () => {
     const { web, mcp } = await served({ "tools/echo.ts": ECHO })
     const chosen = "00000000-0000-4000-8000-000000000000"

@@ -341,7 +341,7 @@ describe("refusals", () => {
     expect((await head("/v1/nothing", { authorization: `Bearer ${TOKEN}` })).status).toBe(404)
     for (const method of ["DELETE", "POST", "PUT"]) {
       const answer = await sidecar.handler(new Request(`http://${HOST}/v1/health`, { method, headers: { host: HOST } }))
-      expect({ method, status: answer.status }).toEqual({ method, status: 405 })
+      expect({ method, status: answer.status, allow: answer.headers.get("allow") }).toEqual({ method, status: 405, allow: "GET, HEAD" })
       expect(((await answer.json()) as any).error.message).toContain("use GET")
     }
   })
@@ -373,6 +373,11 @@ describe("refusals", () => {
     expectError(await sidecar.json("GET", "/v1/turns"), 405, "method_not_allowed")
     expectError(await sidecar.json("DELETE", "/v1/permissions"), 405, "method_not_allowed")
     expectError(await sidecar.json("PUT", "/v1/turns/turn_x/calls"), 405, "method_not_allowed")
+    // HTTP asks a 405 to say which methods the route has.
+    for (const [method, path, allow] of [["GET", "/v1/turns", "POST"], ["PUT", "/v1/turns/turn_x/calls", "POST"], ["DELETE", "/v1/permissions", "GET, HEAD"]]) {
+      const answer = await sidecar.json(method!, path!)
+      expect({ path, status: answer.status, allow: answer.headers.get("allow") }).toEqual({ path, status: 405, allow })
+    }
     expectError(await sidecar.json("GET", "/v1/outputs/%zz%"), 404, "not_found")
     const long = "x".repeat(2000)
     expectError(await sidecar.json("GET", `/v1/settlements/${long}/${long}`), 404, "not_found")
