@@ -156,12 +156,15 @@ export const openapi = (options: DocumentOptions = {}): Record<string, unknown> 
         const response = operation.responses?.[status]
         if (response !== undefined) response.headers = { ...response.headers, ...headers }
       }
-      // A managed output's structured part (`?part=structured`) is its JSON: the same bytes, named so.
+      // A managed output's structured part (`?part=structured`) is served as JSON: whole, any JSON value (typed as
+      // a string, a generated client would take an object for one); a range of it, bytes that may not parse.
       if (name === "output") {
         for (const status of ["200", "206"]) {
           const content = operation.responses?.[status]?.content
           const text = content?.["text/plain; charset=utf-8"]
-          if (content !== undefined && text !== undefined) content["application/json"] = structuredClone(text)
+          if (content === undefined || text === undefined) continue
+          content["application/json"] =
+            status === "200" ? { schema: { description: "The structured value (`?part=structured`): any JSON value" } } : structuredClone(text)
         }
       }
       // The SSE streams are plain events, not Effect's streaming protocol, whose extension would mislead.

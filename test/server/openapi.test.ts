@@ -4,6 +4,7 @@
 // for openapi-fetch, type-check a small program each (with tsc) and then run it against the sidecar in process.
 
 import { describe, expect, test } from "bun:test"
+import Ajv2020 from "ajv/dist/2020"
 import { cpSync, existsSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { ApiDocument } from "../../src/server/api-document"
@@ -81,6 +82,11 @@ describe("the OpenAPI document for generators", () => {
     expect(output["200"].headers).toHaveProperty("Accept-Ranges")
     // The structured part is served as JSON, whole or by range: the document says so beside the text.
     for (const status of ["200", "206"]) expect(Object.keys(output[status].content)).toEqual(["text/plain; charset=utf-8", "application/json"])
+    // Whole, it is any JSON value (it was typed a string, so a generated client took an object for one); a range of
+    // it is bytes that may not parse.
+    const whole = new Ajv2020({ strict: false }).compile(output["200"].content["application/json"].schema)
+    for (const value of [{ items: [1] }, [1, 2], "text", 3, null, true]) expect({ value, valid: whole(value) }).toEqual({ value, valid: true })
+    expect(output["206"].content["application/json"].schema).toMatchObject({ type: "string", format: "binary" })
   })
 
   test("redocly lint reports no error", async () => {
