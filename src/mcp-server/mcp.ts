@@ -347,7 +347,7 @@ const serveResources = (state: State) => {
 
 const kept = (outputs: ManagedOutputs.Interface) => (id: string): Mapping.Kept => {
   const paths = outputs.paths(id)
-  return { text: existsSync(paths.text), structured: existsSync(paths.structured) }
+  return { text: existsSync(paths.text), structured: existsSync(paths.structured) || existsSync(paths.quoted) }
 }
 
 /**

@@ -46,8 +46,8 @@ const SWEEP_MARKER = ".last-sweep"
 const ID_PATTERN = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}$/
 /** The id at the start of one of its files' names. */
 const ID_PREFIX = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}/
-/** Every file of an output: the text, the structured value, the media parts. */
-const FILE_PATTERN = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}(\.json|\.[0-9]{1,4})?$/
+/** Every file of an output: the text, the structured value (or the mark that it is the text quoted), the media parts. */
+const FILE_PATTERN = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}(\.json|\.string|\.[0-9]{1,4})?$/
 /** A Location's directory of outputs. */
 const LOCATION_PATTERN = /^[0-9a-f]{16}$/
 
@@ -105,8 +105,11 @@ export type Part = "text" | "structured"
 /** What one settlement keeps: any of the full text, the full structured value, media too large to inline. */
 export interface Contents {
   readonly text?: string
-  /** The structured value as JSON text; `"text"` when it is the very text kept (stored once). */
-  readonly structured?: string | "text"
+  /**
+   * The structured value as JSON text; `"text"` when it is the very text kept (stored once); `"quoted"` when it is
+   * that text as a JSON string (a string output): marked (`<id>.string`, empty) and made from the text when read.
+   */
+  readonly structured?: string | "text" | "quoted"
   readonly files?: ReadonlyArray<Uint8Array>
 }
 
@@ -161,7 +164,13 @@ export interface Interface {
     id: string,
     location?: string,
     session?: string,
-  ) => { readonly text: string; readonly structured: string; readonly file: (n: number) => string }
+  ) => {
+    readonly text: string
+    readonly structured: string
+    /** The mark that the structured value is the text as a JSON string (a string output). */
+    readonly quoted: string
+    readonly file: (n: number) => string
+  }
   /**
    * Finds a part of a kept output. The text part of an output that kept no text is what it did keep: its
    * structured value's JSON (what the model reads of a structured-only output), else its first media file.
@@ -269,7 +278,7 @@ const keepParts = (
       files.push(path)
     }
     let structured: string | undefined
-    if (typeof contents.structured === "string" && contents.structured !== "text") {
+    if (typeof contents.structured === "string" && contents.structured !== "text" && contents.structured !== "quoted") {
       structured = `${base}.json`
       bytes = yield* keep(structured, contents.structured)
     }
@@ -281,6 +290,9 @@ const keepParts = (
       if (contents.structured === "text") {
         structured = `${base}.json`
         yield* link(structured)
+      } else if (contents.structured === "quoted") {
+        structured = `${base}.string`
+        yield* keep(structured, "")
       }
     }
     return { id, bytes, text, structured, files } satisfies Written
@@ -348,8 +360,8 @@ const noPart = (id: string) =>
     id,
     reason: "no_part",
     message:
-      `Managed output ${id} holds no separate structured value: its settlement kept the structured output ` +
-      `inline, or the output was a string, which is the text itself (print it without --structured)`,
+      `Managed output ${id} holds no structured value: its settlement kept the structured output inline, or it ` +
+      `holds media only (print it without --structured)`,
   })
 
 /** Where an output's part is looked up in the object store, and how long it is kept there. */
@@ -396,7 +408,7 @@ const openRemote = Effect.fnUntraced(function* (lookup: RemoteLookup, id: string
   })
   if (objects.length > 0 && record === undefined) return yield* notWhole
   const recorded = (suffix: string) => [...(record?.keys() ?? [])].find((key) => key.endsWith(`/${id}${suffix}`))
-  const wanted = part === "text" ? (recorded("") ?? recorded(".json") ?? recorded(".1")) : recorded(".json")
+  const wanted = part === "text" ? (recorded("") ?? recorded(".json") ?? recorded(".1")) : (recorded(".json") ?? recorded(".string"))
   if (wanted === undefined) {
     if (part === "structured" && record !== undefined && record.size > 0) return yield* noPart(id)
     return yield* new NotFound({
@@ -418,8 +430,27 @@ const openRemote = Effect.fnUntraced(function* (lookup: RemoteLookup, id: string
       return yield* new NotFound({ id, reason: "expired", message: `Managed output ${id} has expired` })
     }
   }
+  if (wanted.endsWith(".string")) {
+    const text = recorded("")
+    const object = text === undefined ? undefined : objects.find((candidate) => candidate.key === text)
+    if (object === undefined || object.bytes !== record!.get(text!)) return yield* notWhole
+    return yield* quotedPart(id, store.content(object.key), object.bytes, store.where)
+  }
   return { id, part, bytes: found.bytes, path: undefined, content: store.content(found.key) } satisfies Reference
 })
+
+/**
+ * The structured part of a string output: its text (`bytes` of `content`) as a JSON string, made as it is read (what
+ * is kept is the text alone, never a second copy of it).
+ */
+const quotedPart = (id: string, content: Blob, bytes: number, where: string) =>
+  Effect.tryPromise({
+    try: async (): Promise<Reference> => {
+      const json = new Blob([JSON.stringify(await new Response(exactly(content.stream(), 0, bytes)).text())])
+      return { id, part: "structured", bytes: json.size, path: undefined, content: json }
+    },
+    catch: (cause) => new Unavailable({ id, message: `Could not read managed output ${id} in ${where}: ${osMessage(cause)}` }),
+  })
 
 /**
  * The store's key of a file `path` may be brought to, if it is one `paths` names: `[<location>/[<session>/]]<output
@@ -618,7 +649,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
 
     const paths = (id: string, location?: string, session?: string) => {
       const base = join(location === undefined ? holding(id) : placeOf(directory, location, session), id)
-      return { text: base, structured: `${base}.json`, file: (n: number) => `${base}.${n}` }
+      return { text: base, structured: `${base}.json`, quoted: `${base}.string`, file: (n: number) => `${base}.${n}` }
     }
 
     /**
@@ -685,7 +716,9 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       // Counted by characters (a lower bound of the bytes) and media: measuring a 100 MB text's bytes costs a pass.
       const size =
         (contents.text?.length ?? 0) +
-        (typeof contents.structured === "string" && contents.structured !== "text" ? contents.structured.length : 0) +
+        (typeof contents.structured === "string" && contents.structured !== "text" && contents.structured !== "quoted"
+          ? contents.structured.length
+          : 0) +
         (contents.files ?? []).reduce((total, file) => total + file.byteLength, 0)
       const reserved = reserve(place, size, session, maxSessionBytes)
       if (reserved instanceof NotKept) return yield* reserved
@@ -739,7 +772,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       // Kept here when this host made it (or fetched it); else in the store, where every host put its outputs.
       return yield* openLocal(id, part).pipe(
         Effect.catchIf(
-          (error) => error.reason === "unknown",
+          (error) => error._tag === "ManagedOutputs.NotFound" && error.reason === "unknown",
           () => openRemote({ store: remote, where, putBaseMs, retentionOf: retentionOfKey }, id, part),
         ),
       )
@@ -747,9 +780,9 @@ export const layer = (options: Options): Layer.Layer<Service> =>
 
     const openLocal = Effect.fnUntraced(function* (id: string, part: Part) {
       const place = holding(id)
-      const { text, structured, file } = paths(id)
+      const { text, structured, quoted, file } = paths(id)
       // The text part of an output that kept no text is what it did keep: its structured JSON, else its media.
-      const candidates = part === "text" ? [text, structured, file(1)] : [structured]
+      const candidates = part === "text" ? [text, structured, file(1)] : [structured, quoted]
       let found: { readonly path: string; readonly stats: NonNullable<ReturnType<typeof statOrUndefined>> } | undefined
       for (const path of candidates) {
         const stats = statOrUndefined(path)
@@ -769,6 +802,11 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       if (Date.now() - found.stats.mtimeMs > retentionOfPlace(place)) {
         for (const name of filesOf(place, id)) removeQuietly(join(place, name))
         return yield* new NotFound({ id, reason: "expired", message: `Managed output ${id} has expired` })
+      }
+      if (found.path === quoted) {
+        const size = statOrUndefined(text)?.size
+        if (size === undefined) return yield* new NotFound({ id, reason: "unknown", message: `Managed output ${id} has lost its text in ${directory}` })
+        return yield* quotedPart(id, Bun.file(text), size, where)
       }
       return { id, part, bytes: found.stats.size, path: found.path, content: Bun.file(found.path) } satisfies Reference
     })

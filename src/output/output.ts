@@ -187,8 +187,7 @@ export const layer = (limits: Settings = {}): Layer.Layer<Service, never, Manage
         const textBytes = Bound.byteLength(fullText)
         const textLines = Bound.countLines(fullText, resolved.maxLines)
         const previewText = !within(textBytes, textLines)
-        // A string output shown as its own text costs the model nothing more: counted once, kept while the text is
-        // (and never serialised: its JSON would be a second copy of the text).
+        // A string output shown as its own text costs the model nothing more: counted once, kept while the text is.
         const sameAsText = repeatsText(structured, projected.content)
         const structuredJson =
           structured === null || structuredOnly || sameAsText ? undefined : (measuredJson ?? JSON.stringify(structured))
@@ -203,8 +202,10 @@ export const layer = (limits: Settings = {}): Layer.Layer<Service, never, Manage
           .write(
             {
               ...(previewText ? { text: fullText } : {}),
-              ...(structuredOnly ? { structured: previewText ? "text" : fullText } : {}),
-              // A string output's structured value is the very text kept: no second copy.
+              // The structured value dropped, as JSON (DESIGN §5: `?part=structured` is it whole). A structured-only
+              // output's text is that JSON, kept once; a string's JSON is its text quoted, made from it when read.
+              ...(structuredOnly && typeof structured !== "string" ? { structured: previewText ? "text" : fullText } : {}),
+              ...((structuredOnly || sameAsText) && typeof structured === "string" && !keepStructured ? { structured: "quoted" } : {}),
               ...(structuredJson !== undefined && !keepStructured ? { structured: structuredJson } : {}),
               files: oversizedFiles.map((part) => Buffer.from(part.data, "base64")),
             },

@@ -2,7 +2,7 @@
 // oversized output comes back as a bounded preview plus a reference, and `core output` gives back every byte.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs"
+import { mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { binary } from "../support/binary"
 import { core, exec, IMPORTS, RAN, runs, sandbox, settlementOf, type Sandbox } from "./fixture"
@@ -140,14 +140,18 @@ describe("an oversized text output", () => {
     expect(head).toBe(`${lines.slice(0, headLast).join("\n")}\n`)
     expect(tail).toBe(lines.slice(tailFirst! - 1).join("\n"))
 
-    // The structured string is that text: too large to return, so null, never a preview; kept once.
+    // The structured string is that text: too large to return, so null, never a preview; kept whole as its JSON
+    // too (DESIGN §5), which core output --structured prints.
     expect(settlement.structured).toBeNull()
-    expect(existsSync(`${path}.json`)).toBe(false)
+    expect(settlement.outputs[0]!.bytes).toBe(expected.length)
 
     const printed = await outputBytes(box, id)
     expect(printed.code).toBe(0)
     expect(printed.stdout.length).toBe(expected.length)
     expect(sha256(printed.stdout)).toBe(sha256(expected))
+    const structured = await outputBytes(box, id, "--structured")
+    expect(structured.code).toBe(0)
+    expect(JSON.parse(new TextDecoder().decode(structured.stdout))).toBe(text)
 
     // A reader that stops early closes the pipe: core output ends quietly, not as a failure.
     const early = Bun.spawn(["bash", "-o", "pipefail", "-c", `"$0" output "$1" | head -c 20 > /dev/null`, await binary(), id], {

@@ -176,6 +176,23 @@ describe("ManagedOutputs in an object store", () => {
     expect(read.noPart._tag === "ManagedOutputs.NotFound" && read.noPart.reason).toBe("no_part")
   })
 
+  test("a string output's structured part (its text quoted as JSON, kept as a mark) is read from the store as that JSON", async () => {
+    const a = host("quoted")
+    const b = host("quoted")
+    const text = 'a "string"\n\u0001 é'
+    const written = await a.run(Effect.flatMap(managed, (outputs) => outputs.write({ text, structured: "quoted" })))
+    expect(written.unshared).toBeUndefined()
+    const read = await b.run(
+      Effect.gen(function* () {
+        const outputs = yield* managed
+        return { structured: yield* outputs.open(written.id, "structured"), text: yield* outputs.open(written.id) }
+      }),
+    )
+    expect(await read.structured.content.text()).toBe(JSON.stringify(text))
+    expect(read.structured.bytes).toBe(Buffer.byteLength(JSON.stringify(text)))
+    expect(await new Response(ManagedOutputs.body(read.text)).text()).toBe(text)
+  })
+
   test("a 20 MB text is put and read back whole", async () => {
     const a = host("large")
     const b = host("large")

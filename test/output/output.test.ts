@@ -115,6 +115,32 @@ describe("Output.bound", () => {
     expect(result.success.outputs[0]!.bytes).toBe(Buffer.byteLength(json))
   })
 
+  // DESIGN §5: where `structured` was dropped, the output keeps the full structured value: for a string, its JSON (a
+  // quoted, escaped string), which is not its text. It was kept as the text alone (or, structured-only, as raw text
+  // named `.json`), so `?part=structured` had nothing, or no JSON. The text is kept once, marked as the string.
+  test("a string output past the bound keeps its text once, and its structured part is read as the string's JSON", async () => {
+    const directory = join(tempDir(), "outputs")
+    const text = 'line "quoted" \\ é\n'.repeat(400)
+    for (const content of [[{ type: "text" as const, text }], []]) {
+      const result = await bound({ content, structured: text }, small, directory)
+      if (result._tag !== "Success") throw result.failure
+      expect(result.success.structured).toBeNull()
+      const id = result.success.outputs[0]!.id
+      expect(await Bun.file(join(directory, id)).text()).toBe(text)
+      expect(existsSync(join(directory, `${id}.json`))).toBe(false)
+      expect(statSync(join(directory, `${id}.string`)).size).toBe(0)
+      expect(result.success.outputs[0]!.bytes).toBe(Buffer.byteLength(text))
+      expect(Bound.exceeds((result.success.content[0] as { text: string }).text, small)).toBe(false)
+      const read = await Effect.runPromise(
+        Effect.flatMap(ManagedOutputs.Service, (outputs) => outputs.open(id, "structured")).pipe(Effect.provide(ManagedOutputs.layer({ directory }))),
+      )
+      expect(JSON.parse(await read.content.text())).toBe(text)
+      expect(read.bytes).toBe(Buffer.byteLength(JSON.stringify(text)))
+    }
+    // Within the bound it passes whole, kept nowhere.
+    expect(await bound({ content: [{ type: "text", text: "hi" }], structured: "hi" }, small)).toMatchObject({ success: { structured: "hi", outputs: [] } })
+  })
+
   test("a structured-only output within the bound passes with no content", async () => {
     const result = await bound({ content: [], structured: { a: [1, 2] } }, small)
     expect(result._tag === "Success" && result.success).toEqual({ content: [], structured: { a: [1, 2] }, outputs: [] })

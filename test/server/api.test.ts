@@ -374,8 +374,9 @@ describe("refusals", () => {
     expectError(await sidecar.json("DELETE", "/v1/permissions"), 405, "method_not_allowed")
     expectError(await sidecar.json("PUT", "/v1/turns/turn_x/calls"), 405, "method_not_allowed")
     // HTTP asks a 405 to say which methods the route has.
-    for (const [method, path, allow] of [["GET", "/v1/turns", "POST"], ["PUT", "/v1/turns/turn_x/calls", "POST"], ["DELETE", "/v1/permissions", "GET, HEAD"]]) {
-      const answer = await sidecar.json(method!, path!)
+    const refusals: ReadonlyArray<readonly [string, string, string]> = [["GET", "/v1/turns", "POST"], ["PUT", "/v1/turns/turn_x/calls", "POST"], ["DELETE", "/v1/permissions", "GET, HEAD"]]
+    for (const [method, path, allow] of refusals) {
+      const answer = await sidecar.json(method, path)
       expect({ path, status: answer.status, allow: answer.headers.get("allow") }).toEqual({ path, status: 405, allow })
     }
     expectError(await sidecar.json("GET", "/v1/outputs/%zz%"), 404, "not_found")
