@@ -84,9 +84,23 @@ const DIRECTORY = 0o040000n
  * saw all of it.
  */
 const survey = (directory: string, into: Map<string, Inside>, budget: { left: number }): boolean => {
+  const fd = openFolder(directory)
+  if (fd === undefined) return true
+  try {
+    return surveyHeld(fd, directory, into, budget)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/**
+ * `survey` of the folder held open as `fd`, noted as `directory`: each folder below it opened without following a
+ * link (a command still running may swap one for a link while it is looked at; see `inHeld`).
+ */
+const surveyHeld = (fd: number, directory: string, into: Map<string, Inside>, budget: { left: number }): boolean => {
   let names: Array<string>
   try {
-    names = readdirSync(directory)
+    names = readdirSync(`/proc/self/fd/${fd}`)
   } catch {
     return true
   }
@@ -96,14 +110,21 @@ const survey = (directory: string, into: Map<string, Inside>, budget: { left: nu
     const path = join(directory, name)
     let stats: BigIntStats | undefined
     try {
-      stats = lstatSync(path, { bigint: true, throwIfNoEntry: false })
+      stats = lstatSync(inHeld(fd, name), { bigint: true, throwIfNoEntry: false })
     } catch {
       stats = undefined
     }
     if (stats === undefined) continue
     const kind = stats.mode & 0o170000n
     into.set(path, { ino: stats.ino, kind, changed: stats.ctimeNs })
-    if (kind === DIRECTORY && !survey(path, into, budget)) return false
+    if (kind !== DIRECTORY) continue
+    const below = openFolder(inHeld(fd, name), true)
+    if (below === undefined) continue
+    try {
+      if (!surveyHeld(below, path, into, budget)) return false
+    } finally {
+      closeSync(below)
+    }
   }
   return true
 }
@@ -598,6 +619,79 @@ const whereNow = (fd: number): Buffer | undefined => {
   }
 }
 
+/**
+ * Acting once a command has ended, core acts as its user (root included) on places a command still running beside
+ * it may change at any moment: a folder on the way swapped for a link (to the Location's `.git`, to `/etc`), or
+ * another folder moved to the path. A check of a path and an action by it would then act on different things. So
+ * core acts through a folder held open: `/proc/self/fd/N/NAME` is NAME in that very folder, wherever it is now.
+ */
+const inHeld = (fd: number, name: string): string => `/proc/self/fd/${fd}/${name}`
+
+/** The folder at `path` opened to act in (`noFollow`: not when `path` itself is a link), or undefined. */
+const openFolder = (path: string, noFollow = false): number | undefined => {
+  try {
+    return openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | (noFollow ? constants.O_NOFOLLOW : 0))
+  } catch {
+    return undefined
+  }
+}
+
+/** The folders a guard notes, by who they are (`dev:ino`): where each was before its command. */
+type Known = ReadonlyMap<string, string>
+
+/**
+ * Runs `act` on `path` through its folder held open (see `inHeld`), once the folder's real path, as the kernel says
+ * it opened it, passes `accept` (by default: the folder named, with no link on the way), and it is no folder the guard
+ * notes (`known`) at another path than the one named (the Location's `.git`, reached through a link or moved there).
+ * Answers what `act` did, or undefined where the folder cannot be opened or is not taken (nothing is touched then).
+ */
+const inFolder = <A>(
+  path: string,
+  act: (at: string) => A,
+  known: Known,
+  accept: (real: string) => boolean = (real) => real === dirname(path),
+): A | undefined => {
+  const fd = openFolder(dirname(path))
+  if (fd === undefined) return undefined
+  try {
+    const real = whereNow(fd)?.toString()
+    if (real === undefined || !accept(real)) return undefined
+    const stats = fstatSync(fd)
+    const noted = known.get(`${stats.dev}:${stats.ino}`)
+    return noted === undefined || noted === dirname(path) ? act(inHeld(fd, basename(path))) : undefined
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** Sets aside what stands at `path` (see `setAside`), through its folder held open where it is taken (`inFolder`). */
+const setAsideIn = (path: string, target: string | undefined, known: Known, accept?: (real: string) => boolean): boolean =>
+  inFolder(
+    path,
+    (at) => {
+      if (lstat(at) === undefined) return false
+      setAside(at, target)
+      return true
+    },
+    known,
+    accept,
+  ) === true
+
+/**
+ * The folder `names` below the folder held as `fd` (none: that folder itself), each step opened without following a
+ * link, held open for the caller to close; undefined where a step is missing, no folder, or a link.
+ */
+const descend = (fd: number, names: ReadonlyArray<string>): number | undefined => {
+  let at = openFolder(`/proc/self/fd/${fd}`)
+  for (const name of names) {
+    if (at === undefined) return undefined
+    const next = openFolder(inHeld(at, name), true)
+    closeSync(at)
+    at = next
+  }
+  return at
+}
+
 /** Whether `path` is a mount point (another file system, or another mount of it, than its folder's). */
 const mountPoint = (path: string): boolean => {
   const here = lstat(path)
@@ -609,12 +703,15 @@ const mountPoint = (path: string): boolean => {
  * Puts back, highest first, each folder of `way` the command renamed away, until the way is as it was (a folder put
  * back may hold the one below it moved aside inside it, or replaced): each only when that surely undoes a rename,
  * the folder found where its handle leads, as it was, and what stands at its path no mount point (a file system
- * remounted there is never touched). What stands there is set aside with `setAsideAt` first. Answers whether the
- * way is as it was (unchanged, or put back), and the paths put back.
+ * remounted there is never touched). What stands there is set aside with `setAsideAt` first (given its path, and
+ * the same through its folder held open), unless it is another folder this guard notes (`known`, by who it is),
+ * moved there by a command still running: that is left as it is. Both renames are made through the folders held
+ * open (see `inHeld`). Answers whether the way is as it was (unchanged, or put back), and the paths put back.
  */
 const putBack = (
   way: ReadonlyArray<Way>,
-  setAsideAt: (path: string) => void,
+  setAsideAt: (path: string, at: string) => void,
+  known: Known,
 ): { readonly intact: boolean; readonly moved: ReadonlyArray<string> } => {
   const moved: Array<string> = []
   for (let round = 0; round <= way.length; round++) {
@@ -625,21 +722,39 @@ const putBack = (
     const standing = lstat(folder.path) !== undefined
     if (!found || (standing && mountPoint(folder.path))) return { intact: false, moved }
     // Its folder must be where it was, not a link the command put on the way: putting back through one would move
-    // the folder out to wherever the link leads.
-    if (realOf(dirname(folder.path)) !== dirname(folder.path)) return { intact: false, moved }
-    // Out of what stands at the path first (the command may have moved it inside), to a name of its own beside it.
-    const out = join(dirname(folder.path), `.${basename(folder.path)}.core-back-${crypto.randomUUID().slice(0, 8)}`)
-    try {
-      renameSync(now, out)
-    } catch {
-      return { intact: false, moved }
-    }
-    if (standing) setAsideAt(folder.path)
-    try {
-      renameSync(out, folder.path)
-    } catch {
-      return { intact: false, moved }
-    }
+    // the folder out to wherever the link leads (`inFolder`'s own check). Nor is anything but the folder moved,
+    // wherever it is now: a folder on its way swapped for a link would have another of its name moved instead.
+    const back = inFolder(
+      folder.path,
+      (to) => {
+        const there = lstat(to)
+        const noted = there === undefined ? undefined : known.get(`${there.dev}:${there.ino}`)
+        if (noted !== undefined && noted !== folder.path) return false
+        return inFolder(
+          now.toString(),
+          (from) => {
+            if (!unchanged(folder.before, look(from))) return false
+            // Out of what stands at the path first (the command may have moved it inside), to a name of its own beside it.
+            const out = join(dirname(to), `.${basename(folder.path)}.core-back-${crypto.randomUUID().slice(0, 8)}`)
+            try {
+              renameSync(from, out)
+            } catch {
+              return false
+            }
+            if (standing) setAsideAt(folder.path, to)
+            try {
+              renameSync(out, to)
+            } catch {
+              return false
+            }
+            return true
+          },
+          known,
+        )
+      },
+      known,
+    )
+    if (back !== true) return { intact: false, moved }
     moved.push(folder.path)
   }
   return { intact: false, moved }
@@ -852,6 +967,38 @@ export const begin = (
     entry: lstat(join(key, ".git")),
     bare: Git.isGitDirectory(key),
   }))
+  // The folders this guard notes, by who they are: one found at another path once the command has ended was moved
+  // there (by a command still running beside it), and is not acted on as what stands at that path (see `folderOf`).
+  const known = new Map<string, string>()
+  /**
+   * Of those, the Locations' own (their repositories' and core's configuration's, with the folders above them): never
+   * what a command made (`madeDeeper`, which takes from repositories moved as from made ones, other repositories'
+   * places included).
+   */
+  const knownOwn = new Map<string, string>()
+  const know = (path: string, before: Before | undefined, own: boolean) => {
+    if (before?.kind !== Number(DIRECTORY)) return
+    known.set(`${before.dev}:${before.ino}`, path)
+    if (own) knownOwn.set(`${before.dev}:${before.ino}`, path)
+  }
+  /** The Locations' own git directories, by who they are: never a repository a command made (see `madeDeeper`). */
+  const ownGitDirs = new Set<string>()
+  for (const repository of repositoryOfKey.values()) {
+    if (repository === undefined) continue
+    for (const dir of new Set([repository.gitDir, repository.commonDir])) {
+      know(dir, look(dir), true)
+      const identity = identityOf(dir)
+      if (identity !== undefined) ownGitDirs.add(identity)
+    }
+  }
+  for (const { way } of ways) for (const folder of way) know(folder.path, folder.before, true)
+  for (const git of gits) know(git.path, git.before, !nestedGits.has(git.path))
+  for (const entry of entries) {
+    const own = ownPlaces.has(entry.path) || Protected.LOCATION_ENTRIES.some((name) => keys.some((key) => join(key, name) === entry.path))
+    for (const folder of entry.above) know(folder.path, folder.before, own)
+    know(entry.path, entry.before, own)
+    know(dirname(entry.path), look(dirname(entry.path)), own)
+  }
   // What this guard found, against what the earliest command still running found at the same paths: in this
   // process, and in other core processes (their records, where `records` names core's directory of them).
   const found = [
@@ -918,33 +1065,27 @@ export const begin = (
     // First the Locations where they were: what is checked below is looked at by path. One that could not be put
     // back has its entries checked as if no mount had kept them: what stands at their paths now is not theirs.
     const moved = new Set<string>()
-    /** Sets aside what stands at `path`, kept by its name beside the others. */
-    const aside = (path: string) => setAside(path, keptAt(dirname(path), path))
+    /** Sets aside what stands at `path` (`at`: the same through its folder held open), kept by its name beside the others. */
+    const aside = (path: string, at?: string) =>
+      at === undefined ? setAsideIn(path, keptAt(dirname(path), path), known) : (setAside(at, keptAt(dirname(path), path)), true)
     for (const { key, way } of ways) {
-      const back = putBack(way, aside)
+      const back = putBack(way, aside, known)
       undone.push(...back.moved)
       if (!back.intact) moved.add(key)
       for (const folder of way) if (folder.fd !== undefined) closeSync(folder.fd)
     }
     // A .git the command made above a Location goes.
-    for (const path of above) {
-      if (lstat(path) === undefined) continue
-      aside(path)
-      undone.push(path)
-    }
+    for (const path of above) if (aside(path)) undone.push(path)
     // A .git that cannot be put back goes, whatever stands in its place: git then finds no repository there rather
     // than run what the command planted (the repository it moved away is kept where it is).
     for (const git of gits) {
-      const back = putBack([git], aside)
+      const back = putBack([git], aside, known)
       undone.push(...back.moved)
       // A worktree's folder git removed (its handle leads nowhere), with a folder git made since in its place (a
       // worktree added), stays: what the folder holds is checked as git's places are. A link there never does.
       const standing = lstat(git.path)
       const remade = made.has(git.path) && git.fd !== undefined && whereNow(git.fd) === undefined && standing?.isDirectory() === true
-      if (!back.intact && standing !== undefined && !remade && !nestedGits.has(git.path)) {
-        aside(git.path)
-        undone.push(git.path)
-      }
+      if (!back.intact && standing !== undefined && !remade && !nestedGits.has(git.path) && aside(git.path)) undone.push(git.path)
       if (git.fd !== undefined) closeSync(git.fd)
     }
     // A folder above a file a tool imports that the command renamed away (`mv lib lib-old`, a `lib` of its own made
@@ -959,54 +1100,35 @@ export const begin = (
       const nearest = entry.above[0]?.path
       if (!entry.imported || entry.undo !== "renamed" || moved.has(entry.base) || nearest === undefined || tried.has(nearest)) continue
       tried.add(nearest)
-      undone.push(...putBack(entry.above, aside).moved)
+      undone.push(...putBack(entry.above, aside, known).moved)
     }
-    for (const folder of folders.values()) if (folder.fd !== undefined) closeSync(folder.fd)
     for (const entry of entries) {
       const before = entry.before
       const mounted = kept && entry.mounted && !moved.has(entry.base)
       // A mount point the command could neither change nor replace (a symbolic link it could replace).
       if (entry.undo === "never") continue
-      // A place no mount held whose folder is no longer where it was (a link the command put on the way): nothing is
-      // touched through it. Its repository, moved, is one the command made (`madeDeeper`).
-      if (!entry.mounted && realOf(dirname(entry.path)) !== dirname(entry.path)) continue
       if (mounted && entry.undo === "fixed" && before !== undefined && before.link === undefined && !before.linked) continue
       // Mounted, code elsewhere that existed changes only by a folder above it renamed (a person's change stays).
       if (mounted && entry.undo === "renamed" && before !== undefined && !before.linked && entry.above.every((folder) => unchanged(folder.before, look(folder.path)))) continue
-      const now = look(entry.path, before?.content !== undefined)
-      if (before?.content !== undefined) {
-        // Only where no mount kept it read-only can it differ.
-        if (now?.content !== undefined && now.content.equals(before.content)) continue
-        if (now !== undefined) setAside(entry.path, keptAt(entry.base, entry.path))
-        // Put back where its folder still is (a folder renamed away took the file with it).
-        const back = lstat(dirname(entry.path))?.isDirectory() === true
-        if (back) writeFileSync(entry.path, before.content, { mode: before.mode })
-        if (back || now !== undefined) undone.push(entry.path)
-        continue
+      // Through its folder held open (see `inHeld`). A place no mount held (another repository's), in its folder as
+      // it was before the command, wherever that is now; else where it is named, a place whose folder is no longer so
+      // (a link on the way, another folder core guards moved there) not touched: its repository, moved, is one the
+      // command made (`madeDeeper`).
+      const folder = (entry.mounted ? undefined : anchored(entry)) ?? folderOf(entry.path, known)
+      if (folder === undefined) continue
+      try {
+        // Named where they are now (the command may have moved the repository).
+        const where = whereNow(folder)?.toString()
+        const shown = (path: string) => (where === undefined ? path : join(where, relative(dirname(entry.path), path)))
+        undone.push(...undoEntry(entry, folder, keptAt, known).map(shown))
+      } finally {
+        closeSync(folder)
       }
-      if (now === undefined) continue
-      if (
-        before !== undefined &&
-        before.dev === now.dev &&
-        before.ino === now.ino &&
-        before.kind === now.kind &&
-        before.born === now.born
-      ) {
-        // The same directory (or file): what changed inside it, where it was noted (no mount kept it read-only).
-        const changed = entry.inside === undefined ? [] : changedInside(entry, keptAt)
-        if (changed !== undefined) {
-          undone.push(...changed)
-          continue
-        }
-        // Too much was added to it to look at it all: the directory goes whole, so none of it is loaded.
-      }
-      setAside(entry.path, keptAt(entry.base, entry.path))
-      if (before?.link !== undefined) symlinkSync(before.link, entry.path)
-      undone.push(entry.path)
     }
-    undone.push(...respelled(entries, spelling, keptAt))
-    for (const repository of repositories) undone.push(...unmade(repository, keptAt))
-    const deeper = madeDeeper(searched, before, keptAt)
+    for (const folder of folders.values()) if (folder.fd !== undefined) closeSync(folder.fd)
+    undone.push(...respelled(entries, spelling, keptAt, known))
+    for (const repository of repositories) undone.push(...unmade(repository, keptAt, known))
+    const deeper = madeDeeper(searched, before, keptAt, ownGitDirs, knownOwn)
     undone.push(...deeper.taken)
     searches.delete(search)
     for (const [path] of found) {
@@ -1077,6 +1199,7 @@ const respelled = (
   entries: ReadonlyArray<Entry>,
   folders: ReadonlyMap<string, string | undefined>,
   keptAt: (base: string, path: string) => string | undefined,
+  known: Known,
 ): Array<string> => {
   // The folders there now (a missing one holds nothing) and changed since the command started, each looked at once.
   const changed = new Set(
@@ -1114,8 +1237,7 @@ const respelled = (
     for (const name of names.get(key) ?? []) {
       const path = join(folder, name)
       if (own.has(path)) continue
-      setAside(path, keptAt(entry.base, path))
-      taken.push(path)
+      if (setAsideIn(path, keptAt(entry.base, path), known)) taken.push(path)
     }
     // Taken once, whichever entry of the folder found it.
     names.delete(key)
@@ -1193,12 +1315,16 @@ const foundBeforeOf = (repositories: ReadonlySet<string>, commons: ReadonlyArray
  * roots themselves and the Location's gitlinks): its hooks and info/attributes, its config and config.worktree where
  * they set a key that runs code (a clone keeps its remote, a repository its format), a commondir (of a worktree of a
  * repository found before: one naming another), or its `.git` link, or `.git` file pointing at no repository found
- * before. Its objects, refs, index and work stay. A repository moved here (a folder above it renamed) is the same one.
+ * before. Its objects, refs, index and work stay. A repository moved here (a folder above it renamed) is the same one;
+ * a Location's own git directory moved here is not taken for one made. Everything is taken through its folder held
+ * open (see `inHeld`).
  */
 const madeDeeper = (
   roots: ReadonlyArray<string>,
   before: FoundBefore,
   keptAt: (base: string, path: string) => string | undefined,
+  ownGitDirs: ReadonlySet<string>,
+  known: Known,
 ): { readonly taken: Array<string>; readonly unsearched: Unsearched | undefined } => {
   const taken: Array<string> = []
   const inside = (root: string, path: string) => path === root || path.startsWith(root + sep)
@@ -1216,6 +1342,9 @@ const madeDeeper = (
     // One found before where it was is the same repository. One whose git directory the command removed and made
     // again is not; nor one it moved (its places were noted where it was, and no mount held them).
     const identity = gitDir === undefined ? undefined : identityOf(gitDir)
+    // A Location's own git directory moved here (by a command still running; `unmade` moves it back), not pointed
+    // at: the user's, whose hooks and config were read-only to every command.
+    if (identity !== undefined && ownGitDirs.has(identity) && stats?.isFile() !== true) return []
     const was = identity === undefined ? undefined : before.identities.get(identity)
     if (was?.has(repository) === true) return []
     if (gitDir === undefined && before.repositories.has(repository)) return []
@@ -1232,18 +1361,15 @@ const madeDeeper = (
     if (base === undefined || realOf(repository) !== repository || before.bare.has(repository)) continue
     const head = join(repository, "HEAD")
     if (lstat(join(repository, ".git")) === undefined || lstat(head) === undefined || !Git.isGitDirectory(repository)) continue
-    setAside(head, keptAt(base, head))
-    taken.push(head)
+    if (setAsideIn(head, keptAt(base, head), known)) taken.push(head)
   }
   // Where git keeps other git directories: the repositories' found before, and those of the ones made.
   const commons = [...before.commons, ...candidates.flatMap(({ stats, gitDir }) => (stats?.isDirectory() === true && gitDir !== undefined ? [gitDir] : []))]
   for (const { base, entry, stats, gitDir, alias } of candidates) {
+    /** Only what really is in a folder searched: one on the way may be a link the command made to a place outside. */
+    const searchedFolder = (real: string) => roots.some((root) => inside(root, real))
     const take = (path: string) => {
-      // Only what really is in a folder searched: one on the way may be a link the command made to a place outside.
-      const folder = realOf(dirname(path))
-      if (lstat(path) === undefined || !roots.some((root) => inside(root, folder))) return
-      setAside(path, keptAt(base, path))
-      taken.push(path)
+      if (setAsideIn(path, keptAt(base, path), known, searchedFolder)) taken.push(path)
     }
     const common = gitDir === undefined ? undefined : commons.find((each) => inside(each, gitDir))
     // A `.git` link, or a `.git` file naming no git directory, or one outside every repository found or made (a
@@ -1274,22 +1400,38 @@ const madeDeeper = (
     const checkouts = candidates.filter((each) => each.stats?.isFile() === true && each.gitDir === gitDir).map((each) => realOf(dirname(each.entry)))
     for (const name of ["config", "config.worktree"]) {
       const path = join(gitDir, name)
-      if (lstat(path) === undefined) continue
-      const text = Git.read(path)
-      // Kept only where core reads the values git does (none read: not kept).
-      const worktrees = Git.valuesOf(text ?? "", "core", "worktree")
-      const ownWorktree = (key: string) =>
-        key === "core.worktree" && worktrees.length > 0 && worktrees.every((value) => checkouts.includes(realOf(resolve(gitDir, value))))
-      const harmless = text === undefined ? undefined : Planted.withoutCode(text, ownWorktree)
-      if (harmless === undefined) take(path)
-      // What runs code goes, the rest (a clone's remote, a repository's format) stays: the file as it was is kept.
-      else if (harmless !== text) {
-        const mode = (lstat(path)?.mode ?? 0o644) & 0o7777
-        take(path)
-        if (lstat(path) === undefined) writeFileSync(path, harmless, { mode, flag: "wx" })
-      }
-      // Kept, it gets an inode of its own: a hard link the command left elsewhere would let the next command write it.
-      else if ((lstat(path)?.nlink ?? 1) > 1 && !ownInode(path)) take(path)
+      // Read, taken and written through its folder held open (see `inHeld`).
+      inFolder(
+        path,
+        (at) => {
+          if (lstat(at) === undefined) return
+          const text = Git.read(at)
+          // Kept only where core reads the values git does (none read: not kept).
+          const worktrees = Git.valuesOf(text ?? "", "core", "worktree")
+          const ownWorktree = (key: string) =>
+            key === "core.worktree" && worktrees.length > 0 && worktrees.every((value) => checkouts.includes(realOf(resolve(gitDir, value))))
+          const harmless = text === undefined ? undefined : Planted.withoutCode(text, ownWorktree)
+          const takeAt = () => {
+            setAside(at, keptAt(base, path))
+            taken.push(path)
+          }
+          if (harmless === undefined) takeAt()
+          // What runs code goes, the rest (a clone's remote, a repository's format) stays: the file as it was is kept.
+          else if (harmless !== text) {
+            const mode = (lstat(at)?.mode ?? 0o644) & 0o7777
+            takeAt()
+            try {
+              writeFileSync(at, harmless, { mode, flag: "wx" })
+            } catch {
+              // something stands there again (a command still running): what git runs of it is its next guard's
+            }
+          }
+          // Kept, it gets an inode of its own: a hard link the command left elsewhere would let the next command write it.
+          else if ((lstat(at)?.nlink ?? 1) > 1 && !ownInode(at)) takeAt()
+        },
+        known,
+        searchedFolder,
+      )
     }
     // Where its config (or the user's) sends git from its work tree (a relative `core.hooksPath`, `.githooks`).
     if (stats !== undefined) pointedHere()
@@ -1325,16 +1467,17 @@ const unmade = (
     readonly bare: boolean
   },
   keptAt: (base: string, path: string) => string | undefined,
+  known: Known,
 ): Array<string> => {
   const { key } = repository
   const taken: Array<string> = []
+  /**
+   * Only what really is in the Location: a folder on the way may be a link the command made to a place outside
+   * (`.git/info` -> ~/.config/git), whose files are the user's, not the command's. Through the folder held open.
+   */
+  const inLocation = (real: string) => real === key || real.startsWith(key + sep)
   const take = (path: string) => {
-    // Only what really is in the Location: a folder on the way may be a link the command made to a place outside
-    // (`.git/info` -> ~/.config/git), whose files are the user's, not the command's.
-    const folder = realOf(dirname(path))
-    if (lstat(path) === undefined || !(folder === key || folder.startsWith(key + sep))) return
-    setAside(path, keptAt(key, path))
-    taken.push(path)
+    if (setAsideIn(path, keptAt(key, path), known, inLocation)) taken.push(path)
   }
   const entry = join(key, ".git")
   const was = repository.entry
@@ -1353,14 +1496,33 @@ const unmade = (
       // and the repository is moved back where it was, when it is still in the Location.
       if (now !== undefined) take(entry)
       const moved = findDirectory(key, was)
-      if (moved !== undefined && lstat(entry) === undefined) {
-        try {
-          renameSync(moved, entry)
-          if (!taken.includes(entry)) taken.push(entry)
-        } catch {
-          // left where the command put it
-        }
-      }
+      // Moved back through both folders held open, it checked to be the repository's: a folder on its way swapped
+      // for a link would have another folder of its name moved into the Location instead.
+      const back =
+        moved !== undefined &&
+        inFolder(
+          moved,
+          (from) => {
+            const stats = lstat(from)
+            if (stats?.dev !== was.dev || stats.ino !== was.ino || stats.birthtimeMs !== was.birthtimeMs) return false
+            return inFolder(
+              entry,
+              (to) => {
+                if (lstat(to) !== undefined) return false
+                try {
+                  renameSync(from, to)
+                  return true
+                } catch {
+                  return false // left where the command put it
+                }
+              },
+              known,
+            )
+          },
+          known,
+          inLocation,
+        ) === true
+      if (back && !taken.includes(entry)) taken.push(entry)
     }
   }
   // A Location (or granted folder) made a git directory: git takes it for one where it has no `.git`, and where its
@@ -1396,17 +1558,115 @@ const findDirectory = (root: string, was: Stats): string | undefined => {
 }
 
 /**
+ * The folder of `path` held open to act in (see `inHeld`), where it really is that folder: no link on the way, and
+ * no other folder this guard notes (`known`, by who it is) moved there. Undefined where it is not so.
+ */
+const folderOf = (path: string, known: ReadonlyMap<string, string>): number | undefined => {
+  const folder = dirname(path)
+  const fd = openFolder(folder)
+  if (fd === undefined) return undefined
+  const stats = fstatSync(fd)
+  const noted = known.get(`${stats.dev}:${stats.ino}`)
+  if (whereNow(fd)?.equals(Buffer.from(folder)) === true && (noted === undefined || noted === folder)) return fd
+  closeSync(fd)
+  return undefined
+}
+
+/**
+ * The folder of `entry` (a place core does not mount: put back, or taken out, once the command has ended) as it was
+ * before the command, held open: reached from the nearest folder above it that existed then and is held since,
+ * wherever a command moved it (one still running may be swapping it for a link as core looks), each step below that
+ * one opened without following a link. Undefined where there is none (no folder above it held, or it was removed).
+ */
+const anchored = (entry: Entry): number | undefined => {
+  const index = entry.above.findIndex((folder) => folder.fd !== undefined && folder.before !== undefined)
+  if (index === -1) return undefined
+  const held = entry.above[index]!.fd!
+  if (whereNow(held) === undefined) return undefined
+  return descend(
+    held,
+    entry.above
+      .slice(0, index)
+      .reverse()
+      .map((folder) => basename(folder.path)),
+  )
+}
+
+/** How many times content is put back where something else keeps appearing at its path (see `undoEntry`). */
+const PUT_BACK_TRIES = 3
+
+/**
+ * Undoes what the command made of `entry` (see `finish`), through its folder held open as `folder`; answers the paths
+ * undone.
+ */
+const undoEntry = (
+  entry: Entry,
+  folder: number,
+  keptAt: (base: string, path: string) => string | undefined,
+  known: ReadonlyMap<string, string>,
+): Array<string> => {
+  const before = entry.before
+  const at = inHeld(folder, basename(entry.path))
+  const now = look(at, before?.content !== undefined)
+  // Another folder this guard notes, moved here by a command still running: not this entry's to undo.
+  const noted = now?.kind === Number(DIRECTORY) ? known.get(`${now.dev}:${now.ino}`) : undefined
+  if (noted !== undefined && noted !== entry.path) return []
+  if (before?.content !== undefined) {
+    // Only where no mount kept it read-only can it differ.
+    if (now?.content !== undefined && now.content.equals(before.content)) return []
+    if (now !== undefined) setAside(at, keptAt(entry.base, entry.path))
+    // Put back where its folder still is (a folder renamed away took the file with it), as a new file only: what a
+    // command still running put there meanwhile (a link) is set aside again, never written through.
+    let back = false
+    for (let tries = 0; !back && tries < PUT_BACK_TRIES && fstatSync(folder).nlink > 0; tries++) {
+      try {
+        writeFileSync(at, before.content, { mode: before.mode, flag: "wx" })
+        back = true
+      } catch {
+        setAside(at, keptAt(entry.base, entry.path))
+      }
+    }
+    return back || now !== undefined ? [entry.path] : []
+  }
+  if (now === undefined) return []
+  if (before !== undefined && before.dev === now.dev && before.ino === now.ino && before.kind === now.kind && before.born === now.born) {
+    // The same directory (or file): what changed inside it, where it was noted (no mount kept it read-only).
+    const changed = entry.inside === undefined ? [] : changedInside(entry, folder, keptAt)
+    if (changed !== undefined) return changed
+    // Too much was added to it to look at it all: the directory goes whole, so none of it is loaded.
+  }
+  setAside(at, keptAt(entry.base, entry.path))
+  if (before?.link !== undefined) {
+    try {
+      symlinkSync(before.link, at)
+    } catch {
+      // something stands there again: it is what the next command's guard finds
+    }
+  }
+  return [entry.path]
+}
+
+/**
  * Takes out of a protected directory what a command added or changed in it (a directory it added goes whole; a
  * directory whose entries changed stays, its changed entries go), keeping each at `keptAt`; answers their paths,
  * or undefined (taking out nothing) when the directory now holds too much to look at it all. What the command
- * removed cannot be put back: it is gone from where core would load it, which is what matters here.
+ * removed cannot be put back: it is gone from where core would load it, which is what matters here. The directory is
+ * `entry`'s in the folder held open as `folder`; each folder below it is reached without following a link.
  */
 const changedInside = (
   entry: Entry,
+  folder: number,
   keptAt: (base: string, path: string) => string | undefined,
 ): Array<string> | undefined => {
   const now = new Map<string, Inside>()
-  if (!survey(entry.path, now, { left: 2 * MAX_INSIDE })) return undefined
+  const name = basename(entry.path)
+  const root = descend(folder, [name])
+  if (root === undefined) return undefined
+  try {
+    if (!surveyHeld(root, entry.path, now, { left: 2 * MAX_INSIDE })) return undefined
+  } finally {
+    closeSync(root)
+  }
   const taken: Array<string> = []
   for (const [path, found] of now) {
     if (taken.some((gone) => path.startsWith(`${gone}/`))) continue
@@ -1417,8 +1677,17 @@ const changedInside = (
       before.kind === found.kind &&
       (found.kind === DIRECTORY || before.changed === found.changed)
     if (same) continue
-    setAside(path, keptAt(entry.base, path))
-    taken.push(path)
+    const steps = relative(entry.path, path).split(sep)
+    const parent = descend(folder, [name, ...steps.slice(0, -1)])
+    if (parent === undefined) continue
+    try {
+      const at = inHeld(parent, steps[steps.length - 1]!)
+      if (lstat(at) === undefined) continue
+      setAside(at, keptAt(entry.base, path))
+      taken.push(path)
+    } finally {
+      closeSync(parent)
+    }
   }
   return taken
 }

@@ -1502,6 +1502,74 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(undone.paths).toEqual(expect.arrayContaining([join(root, ".git/config"), join(root, ".git/hooks/pre-commit")]))
     })
 
+    // Two commands of one Location at once: the first's end undoes what it made of a repository by path, while the
+    // second may swap a folder on the way for a link (to the Location), or move the Location's own .git there. Acted
+    // on by path, core (root here) moved the Location's .git/config and hooks aside and wrote the repository's config
+    // in its place. The second's moves are made here between the first's begin and its end.
+    describe("a command's end, against another command of the Location moving folders meanwhile", () => {
+      const setUp = () => {
+        const location = tempDir("core-loc-", "/var/tmp")
+        Bun.spawnSync(["git", "init", "-q", location])
+        writeFileSync(join(location, ".git/hooks/pre-commit"), "#!/bin/sh\n# the user's own hook\n", { mode: 0o755 })
+        const own = { config: readFileSync(join(location, ".git/config"), "utf8"), hooks: readdirSync(join(location, ".git/hooks")).sort() }
+        const nested = join(location, "vendor/x")
+        Bun.spawnSync(["git", "init", "-q", nested])
+        const original = readFileSync(join(nested, ".git/config"), "utf8")
+        const guarded = Guard.begin(location, keeping)
+        // The first command's doing: a line in the repository's config and a hook of its own.
+        writeFileSync(join(nested, ".git/config"), `${original}# changed by the first\n`)
+        writeFileSync(join(nested, ".git/hooks/post-checkout"), "#!/bin/sh\ntouch /tmp/planted\n", { mode: 0o755 })
+        const untouched = () => {
+          expect(readFileSync(join(location, ".git/config"), "utf8")).toBe(own.config)
+          expect(readdirSync(join(location, ".git/hooks")).sort()).toEqual(own.hooks)
+          expect(readFileSync(join(location, ".git/hooks/pre-commit"), "utf8")).toBe("#!/bin/sh\n# the user's own hook\n")
+        }
+        return { location, nested, original, guarded, untouched }
+      }
+
+      test("the repository's folder swapped for a link to the Location: its config is put back where it is, the Location's untouched", () => {
+        const { location, nested, original, guarded, untouched } = setUp()
+        renameSync(nested, `${nested}-real`)
+        symlinkSync(location, nested)
+        const undone = guarded.finish(true)
+        rmSync(nested)
+        renameSync(`${nested}-real`, nested)
+        untouched()
+        expect(readFileSync(join(nested, ".git/config"), "utf8")).toBe(original)
+        expect(existsSync(join(nested, ".git/hooks/post-checkout"))).toBe(false)
+        expect(undone.paths).toEqual(expect.arrayContaining([join(`${nested}-real`, ".git/config")]))
+      })
+
+      // As it was found: the race is won now and then (a round in four), so each round of twenty must hold.
+      test("the repository's folder swapped for a link to the Location as fast as a command can while the first ends: the Location is never touched", async () => {
+        for (let round = 0; round < 20; round++) {
+          const { location, nested, guarded, untouched } = setUp()
+          symlinkSync(location, `${nested}-link`)
+          const flipper = Bun.spawn([process.execPath, join(import.meta.dir, "flip-child.ts"), nested, `${nested}-link`], { stdin: "pipe", stdout: "pipe" })
+          await flipper.stdout.getReader().read()
+          guarded.finish(true)
+          flipper.stdin.end()
+          expect(await flipper.exited).toBe(0)
+          expect(lstatSync(nested).isDirectory()).toBe(true)
+          untouched()
+        }
+      }, 60_000)
+
+      test("the Location's .git moved into the repository's place: it is not taken for the repository's, and is moved back", () => {
+        const { location, nested, original, guarded, untouched } = setUp()
+        renameSync(join(nested, ".git"), join(nested, ".git-aside"))
+        renameSync(join(location, ".git"), join(nested, ".git"))
+        const undone = guarded.finish(true)
+        // Put back by this end (`unmade`), or else by the other command's.
+        if (!existsSync(join(location, ".git"))) renameSync(join(nested, ".git"), join(location, ".git"))
+        renameSync(join(nested, ".git-aside"), join(nested, ".git"))
+        untouched()
+        expect(readFileSync(join(nested, ".git/config"), "utf8")).toBe(original)
+        expect(existsSync(join(nested, ".git/hooks/post-checkout"))).toBe(false)
+        expect(undone.paths).toContain(join(location, ".git"))
+      })
+    })
+
     test("the search finds bare repositories, those inside them and a .git's submodules and worktrees; not node_modules or git's object folders", async () => {
       const parent = tempDir("core-grant-", "/var/tmp")
       const init = (...args: ReadonlyArray<string>) => expect(Bun.spawnSync(["git", "init", "-q", ...args]).exitCode).toBe(0)
