@@ -730,27 +730,30 @@ const putBack = (
         const there = lstat(to)
         const noted = there === undefined ? undefined : known.get(`${there.dev}:${there.ino}`)
         if (noted !== undefined && noted !== folder.path) return false
-        return inFolder(
-          now.toString(),
-          (from) => {
-            if (!unchanged(folder.before, look(from))) return false
-            // Out of what stands at the path first (the command may have moved it inside), to a name of its own beside it.
-            const out = join(dirname(to), `.${basename(folder.path)}.core-back-${crypto.randomUUID().slice(0, 8)}`)
-            try {
-              renameSync(from, out)
-            } catch {
-              return false
-            }
-            if (standing) setAsideAt(folder.path, to)
-            try {
-              renameSync(out, to)
-            } catch {
-              return false
-            }
-            return true
-          },
-          known,
-        )
+        // Moved from the folder holding it now (reached through itself: `..`), by its name there as bytes (a command
+        // may have named it with bytes that are no UTF-8): the folder held, no other.
+        const parent = openFolder(`/proc/self/fd/${folder.fd}/..`)
+        if (parent === undefined) return false
+        try {
+          const from = Buffer.concat([Buffer.from(`/proc/self/fd/${parent}/`), now.subarray(now.lastIndexOf(0x2f) + 1)])
+          if (!unchanged(folder.before, look(from))) return false
+          // Out of what stands at the path first (the command may have moved it inside), to a name of its own beside it.
+          const out = join(dirname(to), `.${basename(folder.path)}.core-back-${crypto.randomUUID().slice(0, 8)}`)
+          try {
+            renameSync(from, out)
+          } catch {
+            return false
+          }
+          if (standing) setAsideAt(folder.path, to)
+          try {
+            renameSync(out, to)
+          } catch {
+            return false
+          }
+          return true
+        } finally {
+          closeSync(parent)
+        }
       },
       known,
     )
@@ -1114,11 +1117,13 @@ export const begin = (
       // it was before the command, wherever that is now; else where it is named, a place whose folder is no longer so
       // (a link on the way, another folder core guards moved there) not touched: its repository, moved, is one the
       // command made (`madeDeeper`).
-      const folder = (entry.mounted ? undefined : anchored(entry)) ?? folderOf(entry.path, known)
+      // Where it is named, what core would load through a link on the way is undone where the link leads, in a place
+      // the command could write (the Location's own entries, and code they import); another repository's, never.
+      const folder = entry.mounted ? folderOf(entry.path, known, writableHere) : (anchored(entry) ?? folderOf(entry.path, known))
       if (folder === undefined) continue
       try {
-        // Named where they are now (the command may have moved the repository).
-        const where = whereNow(folder)?.toString()
+        // Named where they are now (the command may have moved the repository); the Location's, as core loads them.
+        const where = entry.mounted ? undefined : whereNow(folder)?.toString()
         const shown = (path: string) => (where === undefined ? path : join(where, relative(dirname(entry.path), path)))
         undone.push(...undoEntry(entry, folder, keptAt, known).map(shown))
       } finally {
@@ -1126,7 +1131,7 @@ export const begin = (
       }
     }
     for (const folder of folders.values()) if (folder.fd !== undefined) closeSync(folder.fd)
-    undone.push(...respelled(entries, spelling, keptAt, known))
+    undone.push(...respelled(entries, spelling, keptAt, known, writableHere))
     for (const repository of repositories) undone.push(...unmade(repository, keptAt, known))
     const deeper = madeDeeper(searched, before, keptAt, ownGitDirs, knownOwn)
     undone.push(...deeper.taken)
@@ -1200,6 +1205,7 @@ const respelled = (
   folders: ReadonlyMap<string, string | undefined>,
   keptAt: (base: string, path: string) => string | undefined,
   known: Known,
+  through: (real: string) => boolean,
 ): Array<string> => {
   // The folders there now (a missing one holds nothing) and changed since the command started, each looked at once.
   const changed = new Set(
@@ -1237,7 +1243,8 @@ const respelled = (
     for (const name of names.get(key) ?? []) {
       const path = join(folder, name)
       if (own.has(path)) continue
-      if (setAsideIn(path, keptAt(entry.base, path), known)) taken.push(path)
+      // Through its folder held open: where a link on the way leads, in a place the command could write (see `folderOf`).
+      if (setAsideIn(path, keptAt(entry.base, path), known, (real) => real === folder || through(real))) taken.push(path)
     }
     // Taken once, whichever entry of the folder found it.
     names.delete(key)
@@ -1558,16 +1565,20 @@ const findDirectory = (root: string, was: Stats): string | undefined => {
 }
 
 /**
- * The folder of `path` held open to act in (see `inHeld`), where it really is that folder: no link on the way, and
- * no other folder this guard notes (`known`, by who it is) moved there. Undefined where it is not so.
+ * The folder of `path` held open to act in (see `inHeld`): no other folder this guard notes (`known`, by who it is)
+ * reached there (by a link, or moved there), and either that very folder, no link on the way, or (`through`) one a
+ * link on the way leads to where its real path passes `through` (a place a command may write: what core would load
+ * at the path is there). Undefined where it is not so.
  */
-const folderOf = (path: string, known: ReadonlyMap<string, string>): number | undefined => {
+const folderOf = (path: string, known: Known, through?: (real: string) => boolean): number | undefined => {
   const folder = dirname(path)
   const fd = openFolder(folder)
   if (fd === undefined) return undefined
   const stats = fstatSync(fd)
   const noted = known.get(`${stats.dev}:${stats.ino}`)
-  if (whereNow(fd)?.equals(Buffer.from(folder)) === true && (noted === undefined || noted === folder)) return fd
+  const real = whereNow(fd)
+  const reached = real?.equals(Buffer.from(folder)) === true || (through !== undefined && real !== undefined && through(real.toString()))
+  if (reached && (noted === undefined || noted === folder)) return fd
   closeSync(fd)
   return undefined
 }
