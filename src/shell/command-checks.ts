@@ -227,16 +227,21 @@ const renamed = (parsed: Parsed): ReadonlyArray<Opaque> => {
  * under UNPARSED, commands whose name or code is not known, and commands touching a path that is not known. The
  * commands found in an unreadable line are checked too, so a rule denying one of them still applies.
  */
-/** Keywords and openers bash reads before a command in a list (`then rm x`, `! rm x`, `{ rm x`). */
-const LEADING = /^(?:(?:if|then|else|elif|do|while|until|time|!|\{)\s+)+/
+/**
+ * Keywords and openers bash reads before a command in a list (`then rm x`, `! rm x`, `{ rm x`, `time -p rm x`,
+ * `coproc rm x`), and assignments and redirections (`x=$ rm x`, `<<<$ rm x`: a word each, up to a blank).
+ */
+const LEADING =
+  /^(?:(?:if|then|else|elif|do|while|until|coproc|!|\{|time(?:\s+(?:-p|--))*|[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]\s]*\])?\+?=\S*|\d*(?:<<<|<<-?|<>|>>|>\||&>>?|[<>]&?)\S*)\s+)+/
 /** The most pieces of a line that cannot be read that are checked (piecesOf). */
 const MAX_PIECES = 10_000
 
 /**
  * The pieces of a line the grammar cannot read, split where bash may end a command (`;`, `&`, `|`, a line's end,
- * parentheses, backquotes, `$(`), each without the keywords before it, and one named by a path also by its base
- * name: checked against the rules besides the whole line (which is asked), so that a rule denying a command written
- * plainly in it still denies it. A guess at what bash reads, and only ever stricter.
+ * parentheses, backquotes, `$(`), each without the keywords, assignments and redirections before it, and one
+ * named by a path also by its base name: checked against the rules besides the whole line (which is asked),
+ * so that a rule denying a command written plainly in it still denies it. A guess at what bash reads, and only ever
+ * stricter.
  */
 const piecesOf = (text: string): ReadonlyArray<string> => {
   const pieces = new Set<string>()

@@ -570,6 +570,29 @@ const ansiCEnd = (text: string, start: number): number => {
   return -1
 }
 
+/**
+ * Words bash reads as reserved where a command's name stands (`!`, `{`, `if`, `while`…): the grammar reads one as a
+ * command's name only where it misread what came before (`! { rm x; }`, `! ! rm x`: its `!` takes a simple command
+ * only), so that the command bash runs is an argument of it.
+ */
+const RESERVED: ReadonlySet<string> = new Set([
+  "!", "{", "if", "then", "elif", "else", "fi", "case", "esac", "for", "select", "while", "until", "do", "done", "in",
+  "function", "[[", "]]",
+])
+
+/**
+ * What bash reads as a compound command after `time` (and its `-p`, `--`) or `coproc` (and a name), which the grammar
+ * knows as no keywords: a command name to it, its compound command the arguments (`time if rm x; then :; fi`). One
+ * group (`time { …; }`) core reads as bash does.
+ */
+const COMPOUND_OPENERS: ReadonlySet<string> = new Set(["!", "{", "(", "((", "[[", "if", "while", "until", "for", "select", "case", "function", "coproc", "time"])
+
+/** Where a newline may stand inside a command to both readers: in quotes, a heredoc, a substitution, an array. */
+const HOLDS_LINES: ReadonlySet<string> = new Set([
+  "string", "raw_string", "ansi_c_string", "translated_string", "heredoc_body", "heredoc_redirect", "command_substitution",
+  "process_substitution", "arithmetic_expansion", "expansion", "array", "subshell", "compound_statement",
+])
+
 /** A heredoc's end word as core reads it: a plain word, or one quoted whole (`'EOF'`, `"EOF"`, `\EOF`). */
 const HEREDOC_WORD = /^(?:([A-Za-z0-9_.-]+)|'([A-Za-z0-9_.-]+)'|"([A-Za-z0-9_.-]+)"|\\([A-Za-z0-9_.-]+))$/
 
@@ -592,11 +615,87 @@ const misread = (root: Node, text: string): { readonly unparsed?: string; readon
   const inert: Array<readonly [number, number]> = []
   /** Where a character is text to both readers: quoted, a heredoc's body, a comment. */
   const quoted: Array<readonly [number, number]> = []
+  /** Arithmetic, where `<(` is a comparison. */
+  const arithmetic: Array<readonly [number, number]> = []
   let found: { readonly unparsed?: string; readonly opaque?: string } | undefined
   // `inString`: in double quotes or an unquoted heredoc's body, where single quotes are text, not quoting
   // (`"${x:-'$(cmd)'}"` runs cmd); a substitution inside starts afresh.
+  /** Whether the character at `at` ends a word to bash (or the text ends there). */
+  const breaks = (at: number) => at >= text.length || (WORD_BREAK.test(text[at]!) && !escaped(at))
   const visit = (node: Node, inString: boolean): void => {
     switch (node.type) {
+      case "simple_expansion":
+        // A `$` and then a blank: bash reads the `$` as a character and the word after it as the next word (the
+        // command, after `x=$`), where the grammar reads one expansion of that word (`x=$ rm x`, `<<<$ rm x`).
+        if (/^\$\s/.test(node.text)) found ??= { unparsed: "bash reads a lone $ as a character where core reads an expansion" }
+        break
+      case "variable_assignment": {
+        // The grammar skips blanks and escaped blanks after `=` and reads the next word as the value (`x=\  rm x` is
+        // the value `rm` to it), and may end a value before a character bash reads on in the word (`x=}\a rm x`).
+        const equals = node.children.find((child) => child?.type === "=" || child?.type === "+=")
+        const value = node.childForFieldName("value")
+        if (equals !== null && equals !== undefined && ((value !== null && value.startIndex !== equals.endIndex) || !breaks(node.endIndex))) {
+          found ??= { unparsed: "bash ends an assignment's value elsewhere than core reads it" }
+        }
+        break
+      }
+      case "regex":
+        // Outside `[[ ]]` bash reads `==` and `=~` as words: a pattern the grammar read after one among a command's
+        // words swallows what bash runs as commands (`echo [[ x == ;rm x ]]`).
+        if (node.parent?.type === "command") found ??= { unparsed: "bash reads == and a pattern outside [[ ]] as words" }
+        break
+      case "command":
+      case "declaration_command":
+      case "unset_command":
+      case "file_redirect":
+      case "herestring_redirect": {
+        const name = node.childForFieldName("name")
+        const words = node.children.filter((child): child is Node => child !== null && (child.type === "command_name" || child.type === "word"))
+        const first = words.findIndex((word) => word.type === "command_name")
+        const named = first === -1 ? undefined : words[first]!.text
+        if (name !== null && named !== undefined && RESERVED.has(named)) {
+          found ??= { unparsed: `bash reads ${named} as a keyword where core reads a command's name` }
+        } else if (named === "time" || named === "coproc") {
+          let rest = words.slice(first + 1).map((word) => word.text)
+          if (named === "time") while (rest[0] === "-p" || rest[0] === "--") rest = rest.slice(1)
+          // `coproc NAME {…}`: the name, then the compound command.
+          if (named === "coproc" && rest.length > 1 && /^[A-Za-z_][A-Za-z0-9_]*$/.test(rest[0]!) && COMPOUND_OPENERS.has(rest[1]!)) rest = rest.slice(1)
+          if (rest[0] === "{") rest = rest.slice(1)
+          if (rest[0] !== undefined && COMPOUND_OPENERS.has(rest[0])) found ??= { unparsed: `bash runs a compound command after ${named} where core reads words` }
+        }
+        // A line's end ends a command to bash: the grammar reads on past one after an operator (`echo x == ` and a
+        // line), a word starting at it (`true` and a line `\rm x`), or a line holding a lone backslash (after a
+        // command, or a redirection's target: `read >&2`, a line `\`, `rm x`).
+        const lines: Array<readonly [number, number]> = []
+        const gather = (inner: Node) => {
+          for (const child of inner.children) {
+            if (child === null) continue
+            if (HOLDS_LINES.has(child.type)) lines.push([child.startIndex, child.endIndex])
+            else gather(child)
+          }
+        }
+        gather(node)
+        for (let at = text.indexOf("\n", node.startIndex); at !== -1 && at < node.endIndex; at = text.indexOf("\n", at + 1)) {
+          if (!escaped(at) && !lines.some(([from, to]) => at >= from && at < to)) {
+            found ??= { unparsed: "bash ends a command at a line's end where core reads on" }
+            break
+          }
+        }
+        break
+      }
+      case "word":
+        // A blank in a word that no backslash escapes: the grammar read across what bash splits (`coproc { { rm x`
+        // has the one word `{ {` to it).
+        for (const blank of node.text.matchAll(/[ \t]/g)) {
+          if (!escaped(node.startIndex + blank.index)) {
+            found ??= { unparsed: "bash splits words where core reads one" }
+            break
+          }
+        }
+        break
+      case "process_substitution":
+        read.add(node.startIndex)
+        break
       case "command_substitution":
         inString = false
         read.add(node.startIndex)
@@ -607,6 +706,7 @@ const misread = (root: Node, text: string): { readonly unparsed?: string; readon
         break
       case "arithmetic_expansion":
         read.add(node.startIndex)
+        arithmetic.push([node.startIndex, node.endIndex])
         break
       case "regex":
         // A pattern (`${x#…}`) ending in a backslash: the grammar stops it there, where bash reads the backslash as
@@ -691,6 +791,12 @@ const misread = (root: Node, text: string): { readonly unparsed?: string; readon
   const continued = text.replace(/\\\n/g, (match, at: number) => (escaped(at) || within(inert, at) ? match : ""))
   if ((continued.match(SUBSTITUTIONS) ?? []).length > (text.match(SUBSTITUTIONS) ?? []).length) {
     return { opaque: "a line continuation joins a substitution bash runs" }
+  }
+  // `<(…)` and `>(…)` bash runs where the grammar read a word (in `${…}`: `${x:-<(cmd)}`).
+  for (const match of text.matchAll(/[<>]\(/g)) {
+    if (!read.has(match.index) && !escaped(match.index) && !within(quoted, match.index) && !within(arithmetic, match.index)) {
+      return { unparsed: "it holds a process substitution where core reads text (bash runs it)" }
+    }
   }
   for (let at = text.search(/`|\$\(/); at !== -1; ) {
     if (!read.has(at) && !escaped(at) && !inert.some(([from, to]) => at >= from && at < to)) {

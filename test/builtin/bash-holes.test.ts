@@ -13,6 +13,39 @@ type Expected = "denied" | "asked"
 
 const DENY_RM = { action: "bash", resource: "rm *", effect: "deny" } as const
 
+/**
+ * More places the grammar and bash read apart, found by running lines under bash beside `core check`: a `$` then a
+ * blank, blanks after `=`, a value ended early, a compound command after `!`, `time` or `coproc`, `==` among words, a
+ * line starting with a backslash or holding one alone, `<(…)` inside `${…}`, a word holding a blank. Each ran
+ * `rm v.txt` with every rule allowing it but `"rm *": "deny"`.
+ */
+const MISREAD: ReadonlyArray<string> = [
+  "x=$ rm v.txt",
+  "declare x=$\nrm v.txt",
+  "<<<$ rm v.txt",
+  ">$ rm v.txt",
+  "$\nrm v.txt",
+  "x=\\  rm v.txt",
+  "x=\\\t\nrm v.txt",
+  "x=\\\n\nrm v.txt",
+  "x=}\\a rm v.txt",
+  "x=]]\\; rm v.txt",
+  "! { rm v.txt; }",
+  "! ! rm v.txt",
+  "! while rm v.txt; do break; done",
+  "time if rm v.txt; then :; fi",
+  "time -p ! rm v.txt",
+  "coproc while rm v.txt; do break; done",
+  "coproc { if rm v.txt; then :; fi; }",
+  "coproc { { rm v.txt; }; }",
+  "coproc x { rm v.txt; }",
+  "echo x == \nrm v.txt",
+  "echo [[ x == ;rm v.txt ]]",
+  "true\n\\rm v.txt",
+  "true\n\\\nrm v.txt",
+  "echo ${x:-<(rm v.txt)}; sleep 1",
+]
+
 /** Under `"rm *": "deny"` and core's defaults (every command allowed), each of these runs `rm v.txt` somehow. */
 const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["X=1 rm v.txt", "denied"],
@@ -175,6 +208,7 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["echo \\ #; rm v.txt", "denied"],
   ["echo \\\t#; rm v.txt", "denied"],
   ["echo \"$'\\\\'\" ; rm v.txt #'\"", "denied"],
+  ...MISREAD.map((line) => [line, "denied"] as const),
 ]
 
 describe("a denied command cannot be run another way", () => {
@@ -191,6 +225,18 @@ describe("a denied command cannot be run another way", () => {
       }
       expect(existsSync(join(box.directory, "v.txt"))).toBe(true)
     })
+  }
+})
+
+// The lines above are what bash runs: each reaches an `rm` of its own on PATH (which only notes that it ran; a
+// coprocess is waited for).
+test("each line read apart runs rm under bash", () => {
+  const shims = tempDir("core-holes-shims-")
+  writeFileSync(join(shims, "rm"), '#!/bin/sh\necho "rm $*" >> "$RAN"\n', { mode: 0o755 })
+  for (const line of MISREAD) {
+    const ran = join(tempDir("core-holes-ran-"), "ran")
+    Bun.spawnSync(["bash", "-c", `${line}\nwait`], { cwd: tempDir("core-holes-cwd-"), env: { PATH: `${shims}:/usr/bin:/bin`, RAN: ran }, stdout: "ignore", stderr: "ignore" })
+    expect({ line, ran: existsSync(ran) ? readFileSync(ran, "utf8") : "" }).toEqual({ line, ran: expect.stringMatching(/^rm v\.txt( \]\])?\n$/) })
   }
 })
 
