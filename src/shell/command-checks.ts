@@ -227,12 +227,16 @@ const renamed = (parsed: Parsed): ReadonlyArray<Opaque> => {
  * under UNPARSED, commands whose name or code is not known, and commands touching a path that is not known. The
  * commands found in an unreadable line are checked too, so a rule denying one of them still applies.
  */
+/** A piece of a word as bash reads it: a quoted string (`"a b"`, `'a b'`, `$'a b'`), `${…}`, an escaped character, a character. */
+const VALUE = String.raw`(?:"(?:[^"\\]|\\[\s\S])*"|\$'(?:[^'\\]|\\[\s\S])*'|'[^']*'|\$\{[^}]*\}|\\[\s\S]|[^\s"'\\])`
 /**
  * Keywords and openers bash reads before a command in a list (`then rm x`, `! rm x`, `{ rm x`, `time -p rm x`,
- * `coproc rm x`), and assignments and redirections (`x=$ rm x`, `<<<$ rm x`: a word each, up to a blank).
+ * `coproc rm x`), and assignments and redirections (`x=$ rm x`, `y="a b" rm x`, `<<<$ rm x`, `> out rm x`,
+ * `{fd}>/dev/null rm x`), each a word as bash reads one.
  */
-const LEADING =
-  /^(?:(?:if|then|else|elif|do|while|until|coproc|!|\{|time(?:\s+(?:-p|--))*|[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]\s]*\])?\+?=\S*|\d*(?:<<<|<<-?|<>|>>|>\||&>>?|[<>]&?)\S*)\s+)+/
+const LEADING = new RegExp(
+  String.raw`^(?:(?:if|then|else|elif|do|while|until|coproc|!|\{|time(?:\s+(?:-p|--))*|[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]\s]*\])?\+?=${VALUE}*|(?:\d*|\{[A-Za-z_][A-Za-z0-9_]*\})(?:<<<|<<-?|<>|>>|>\||&>>?|[<>]&?)\s*${VALUE}+)\s+)+`,
+)
 /** The most pieces of a line that cannot be read that are checked (piecesOf). */
 const MAX_PIECES = 10_000
 
@@ -245,7 +249,8 @@ const MAX_PIECES = 10_000
  */
 const piecesOf = (text: string): ReadonlyArray<string> => {
   const pieces = new Set<string>()
-  for (const part of text.split(/[;&|\n()`]|\$\(/)) {
+  // A line continuation is no end of a command to bash: joined first (`r\` and a line `m x` is `rm x`).
+  for (const part of text.replace(/\\\n/g, "").split(/[;&|\n()`]|\$\(/)) {
     const piece = part.trim().replace(LEADING, "")
     if (piece === "") continue
     pieces.add(piece)
@@ -292,7 +297,10 @@ export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
   // A command asked as opaque keeps its other spellings, so a rule denying one still denies it; a line that cannot
   // be read, its pieces.
   const variants = new Map(found.flatMap((check) => (check.variants === undefined ? [] : [[check.resource, check.variants] as const])))
-  if (unparsed !== undefined) {
+  // The line asked whole: unparsed, or opaque as a whole (a substitution bash runs where the grammar read text:
+  // `echo "${x:-'$(rm x)'}"`), which its pieces only can tell apart.
+  const whole = unparsed ?? (opaque.some((entry) => entry.resource === parsed.text) ? parsed.text : undefined)
+  if (whole !== undefined) {
     // The pieces as written, and as read on lines of their own (quotes undone, wrappers seen through: `"rm" x`,
     // `sudo rm x`), where they can be read so.
     const pieces = piecesOf(parsed.text)
@@ -301,7 +309,7 @@ export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
       const read = CommandLine.parseNow(piece)
       return read === undefined || read.unparsed !== undefined ? [] : commandsOf(read).flatMap((check) => [check.resource, ...(check.variants ?? [])])
     })
-    variants.set(unparsed, [...new Set([...pieces, ...commands])])
+    variants.set(whole, [...new Set([...(variants.get(whole) ?? []), ...pieces, ...commands])])
   }
   const seen = new Set<string>()
   return [

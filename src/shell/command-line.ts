@@ -626,8 +626,9 @@ const misread = (root: Node, text: string): { readonly unparsed?: string; readon
     switch (node.type) {
       case "simple_expansion":
         // A `$` and then a blank: bash reads the `$` as a character and the word after it as the next word (the
-        // command, after `x=$`), where the grammar reads one expansion of that word (`x=$ rm x`, `<<<$ rm x`).
-        if (/^\$\s/.test(node.text)) found ??= { unparsed: "bash reads a lone $ as a character where core reads an expansion" }
+        // command, after `x=$`), where the grammar reads one expansion of that word (`x=$ rm x`, `<<<$ rm x`). In
+        // double quotes both read text.
+        if (!inString && /^\$\s/.test(node.text)) found ??= { unparsed: "bash reads a lone $ as a character where core reads an expansion" }
         break
       case "variable_assignment": {
         // The grammar skips blanks and escaped blanks after `=` and reads the next word as the value (`x=\  rm x` is
@@ -684,9 +685,9 @@ const misread = (root: Node, text: string): { readonly unparsed?: string; readon
         break
       }
       case "word":
-        // A blank in a word that no backslash escapes: the grammar read across what bash splits (`coproc { { rm x`
-        // has the one word `{ {` to it).
-        for (const blank of node.text.matchAll(/[ \t]/g)) {
+        // A blank or a line's end in a word that no backslash escapes: the grammar read across what bash splits
+        // (`coproc { { rm x` has the one word `{ {` to it).
+        for (const blank of node.text.matchAll(/[ \t\n]/g)) {
           if (!escaped(node.startIndex + blank.index)) {
             found ??= { unparsed: "bash splits words where core reads one" }
             break
@@ -749,6 +750,12 @@ const misread = (root: Node, text: string): { readonly unparsed?: string; readon
         return
       case "heredoc_redirect": {
         const startNode = node.children.find((child) => child?.type === "heredoc_start")
+        // What the grammar reads after the operator's line but before the body (a first body line `\` read as more
+        // words: `cat <<E`, a line `\`, a line `E`, then `rm x`): bash reads it as the body, which ends earlier.
+        const lineEnd = startNode === null || startNode === undefined ? -1 : text.indexOf("\n", startNode.endIndex)
+        if (lineEnd !== -1 && node.children.some((child) => child !== null && !/^heredoc_(body|end)$/.test(child.type) && child.endIndex > lineEnd)) {
+          found ??= { unparsed: "bash reads where its heredoc starts otherwise" }
+        }
         const word = HEREDOC_WORD.exec(startNode?.text ?? "")
         // The grammar may end the word early (`<<"E"x` is the word `Ex` to bash).
         const joined = startNode !== null && startNode !== undefined && /^[^\s;&|()<>]/.test(text.slice(startNode.endIndex))

@@ -44,6 +44,18 @@ const MISREAD: ReadonlyArray<string> = [
   "true\n\\rm v.txt",
   "true\n\\\nrm v.txt",
   "echo ${x:-<(rm v.txt)}; sleep 1",
+  // A heredoc's first body line a lone backslash: the grammar read it, and the end word's line, as more words.
+  "cat <<E\n\\\nE\nrm v.txt\nE",
+  "cat <<'E'\n\n\\\nE\nrm v.txt\nE",
+  "x=$(cat <<E\n\\\nE\nrm v.txt\nE\n)",
+  // Asked whole before, never denied: a substitution bash runs where the grammar read text, and pieces whose prefix
+  // (a quoted value, a redirection's target after a blank, `{fd}>`, a continued word) kept them from matching.
+  "echo \"${x:-'$(rm v.txt)'}\"",
+  "cat <<E\n`rm v.txt`\nE",
+  "x=\\  :; y=\"a b\" rm v.txt",
+  "x=\\  :; > /dev/null rm v.txt",
+  "{fd}>/dev/null rm v.txt",
+  "x=\\  :; r\\\nm v.txt",
 ]
 
 /** Under `"rm *": "deny"` and core's defaults (every command allowed), each of these runs `rm v.txt` somehow. */
@@ -118,8 +130,8 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["a='x[$(rm v.txt)]'; declare -i b; b=$a", "asked"],
   ["a='x[$(rm v.txt)]'; echo ${v[a]}", "asked"],
   ["a='x[$(rm v.txt)]'; echo ${v:a}", "asked"],
-  ["printf -v 'a[$(rm v.txt)]' x", "asked"],
-  ["[[ -v 'a[$(rm v.txt)]' ]]", "asked"],
+  ["printf -v 'a[$(rm v.txt)]' x", "denied"],
+  ["[[ -v 'a[$(rm v.txt)]' ]]", "denied"],
   ["echo | sed 's/.*/rm v.txt/e'", "asked"],
   ["git -c alias.x='!rm v.txt' x", "denied"],
   ["git rebase --exec 'rm v.txt' HEAD", "denied"],
@@ -136,7 +148,7 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["LD_DEBUG=libs LD_DEBUG_OUTPUT=tools/x ls", "asked"],
   // An awk program writing a file it names, or a command's output to one.
   ["awk 'BEGIN { print \"rm v.txt\" > \"x.sh\" }'", "asked"],
-  ["PS4='$(rm v.txt)' bash -xc true", "asked"],
+  ["PS4='$(rm v.txt)' bash -xc true", "denied"],
   ["export BASH_ENV=./x.sh", "asked"],
   ["at now <<< 'rm v.txt'", "asked"],
   ["echo '* * * * * rm v.txt' | crontab -", "asked"],
@@ -144,7 +156,7 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["dc <<< '!rm v.txt'", "asked"],
   ["sqlite3 :memory: '.shell rm v.txt'", "asked"],
   ["tar -cf /dev/null v.txt --checkpoint=1 --checkpoint-action=exec='rm v.txt'", "asked"],
-  ["make -f /dev/stdin <<< $'x:\n\trm v.txt'", "asked"],
+  ["make -f /dev/stdin <<< $'x:\n\trm v.txt'", "denied"],
   ["git grep -O'rm v.txt' x", "denied"],
   ["git grep -hO'rm v.txt' x", "denied"],
   ["man -P 'rm v.txt' ls", "asked"],
@@ -173,7 +185,7 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["bwrap --bind / / rm v.txt", "asked"],
   ["sg users -c 'rm v.txt'", "asked"],
   ["xterm -e rm v.txt", "asked"],
-  ["env PS4='$(rm v.txt)' bash -xc true", "asked"],
+  ["env PS4='$(rm v.txt)' bash -xc true", "denied"],
   ["nc -l -p 9 -e /bin/rm", "asked"],
   ["a='x[$(rm v.txt)]'; echo ${a:0:$a}", "asked"],
   ["a='x[$(rm v.txt)]'; case 1 in $((a))) ;; esac", "asked"],
