@@ -97,7 +97,7 @@ const survey = (directory: string, into: Map<string, Inside>, budget: { left: nu
  * `survey` of the folder held open as `fd`, noted as `directory`: each folder below it opened without following a
  * link (a command still running may swap one for a link while it is looked at; see `inHeld`).
  */
-const surveyHeld = (fd: number, directory: string, into: Map<string, Inside>, budget: { left: number }): boolean => {
+const surveyHeld = (fd: number, directory: string, into: Map<string, Inside>, budget: { left: number }, known?: Known): boolean => {
   let names: Array<string>
   try {
     names = readdirSync(`/proc/self/fd/${fd}`)
@@ -118,10 +118,13 @@ const surveyHeld = (fd: number, directory: string, into: Map<string, Inside>, bu
     const kind = stats.mode & 0o170000n
     into.set(path, { ino: stats.ino, kind, changed: stats.ctimeNs })
     if (kind !== DIRECTORY) continue
+    // Not into a folder the guard notes elsewhere (the Location's `.git` moved here): it is not this one's to look in.
+    const noted = known?.get(`${stats.dev}:${stats.ino}`)
+    if (noted !== undefined && noted !== path) continue
     const below = openFolder(inHeld(fd, name), true)
     if (below === undefined) continue
     try {
-      if (!surveyHeld(below, path, into, budget)) return false
+      if (!surveyHeld(below, path, into, budget, known)) return false
     } finally {
       closeSync(below)
     }
@@ -174,6 +177,11 @@ export interface Undone {
 export interface Guarded {
   /** The entries that exist: what the supervisor mounts read-only. */
   readonly readOnly: ReadonlyArray<string>
+  /**
+   * Who each of `readOnly` was when the guard looked (`dev:ino`): the starter checks its mounts stand on these, since
+   * another command of the Location may move a folder above one (`.git`, `lib`) between the look and the mount.
+   */
+  readonly readOnlyIds?: ReadonlyArray<string>
   /**
    * Once the command and everything it started have ended: undoes what the command made of the entries (an entry
    * created, a symbolic link replaced, which is put back, a core.json changed, whose content is put back), moving
@@ -563,12 +571,29 @@ const look = (path: string | Buffer, keep = false): Before | undefined => {
   let content: Buffer | undefined
   try {
     if (stats.isSymbolicLink()) link = readlinkSync(path)
-    else if ((keep || stats.nlink > 1) && stats.isFile() && stats.size <= MAX_CONTENT_BYTES) content = readFileSync(path)
+    else if ((keep || stats.nlink > 1) && stats.isFile() && stats.size <= MAX_CONTENT_BYTES) content = fileContent(path, stats)
   } catch {
     // gone or unreadable meanwhile: nothing to put back
   }
   const linked = stats.isFile() && stats.nlink > 1
   return { dev: stats.dev, ino: stats.ino, kind: stats.mode & 0o170000, born: stats.birthtimeMs, link, content, mode: stats.mode & 0o7777, linked }
+}
+
+/**
+ * The content of the regular file at `path` that `stats` describe, read through a descriptor opened without following
+ * a link and without waiting (a link or a FIFO a command swapped in after `stats` were taken: core, as root, would
+ * read what the link leads to, and put it back where the command reads it; a FIFO would hold core for good).
+ * Undefined where what is there now is not that file.
+ */
+const fileContent = (path: string | Buffer, stats: Stats): Buffer | undefined => {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+  try {
+    const opened = fstatSync(fd)
+    if (!opened.isFile() || opened.dev !== stats.dev || opened.ino !== stats.ino) return undefined
+    return readFileSync(fd)
+  } finally {
+    closeSync(fd)
+  }
 }
 
 /** Whether a path is who it was (the same inode, kind and birth), or missing both times. */
@@ -664,18 +689,36 @@ const inFolder = <A>(
   }
 }
 
-/** Sets aside what stands at `path` (see `setAside`), through its folder held open where it is taken (`inFolder`). */
+/**
+ * Sets aside what stands at `at` (through a folder held open; see `setAside`) unless it is a folder the guard notes
+ * (`known`) elsewhere than at `path`, which `at` names: first renamed to a name of core's own beside it and looked at there, so that what is checked is what was
+ * moved (a command still running may move the Location's `.git` to the name between a look and a rename), and moved
+ * back where it is such a folder. Answers whether it set something aside.
+ */
+const asideChecked = (at: string, path: string, target: string | undefined, known: Known): boolean => {
+  const staged = join(dirname(at), `.core-aside-${crypto.randomUUID()}`)
+  try {
+    renameSync(at, staged)
+  } catch {
+    return false
+  }
+  const stats = lstat(staged)
+  const noted = stats?.isDirectory() === true ? known.get(`${stats.dev}:${stats.ino}`) : undefined
+  if (noted !== undefined && noted !== path) {
+    try {
+      if (lstat(at) === undefined) renameSync(staged, at)
+    } catch {
+      // left beside it under core's name: a Location's `.git` is found there and moved back (`unmade`)
+    }
+    return false
+  }
+  setAside(staged, target)
+  return true
+}
+
+/** Sets aside what stands at `path` (`asideChecked`), through its folder held open where it is taken (`inFolder`). */
 const setAsideIn = (path: string, target: string | undefined, known: Known, accept?: (real: string) => boolean): boolean =>
-  inFolder(
-    path,
-    (at) => {
-      if (lstat(at) === undefined) return false
-      setAside(at, target)
-      return true
-    },
-    known,
-    accept,
-  ) === true
+  inFolder(path, (at) => lstat(at) !== undefined && asideChecked(at, path, target, known), known, accept) === true
 
 /**
  * The folder `names` below the folder held as `fd` (none: that folder itself), each step opened without following a
@@ -830,6 +873,12 @@ export const begin = (
   )
   const writableHere = (path: string) =>
     keys.some((key) => under(key, path)) || granted.some((root) => under(root, path)) || under(temporary, path)
+  /**
+   * Where a link a command put on the way to a place core loads may lead for what it reaches to be undone there: a
+   * place the command could write, but none of core's own configuration (read-only to it: what is there is the
+   * user's, `ln -s tools/sub lib2` for a missing `lib2/helper.ts`).
+   */
+  const linkedInto = (real: string) => writableHere(real) && !own.some((entry) => under(entry, real))
   // Not the Location's repository's own worktrees and submodules (guarded with it, see `unmade` for its gitlinks).
   const links = new Set(keys.flatMap(Git.gitlinkEntries))
   // Looked up once for the whole of `begin` (`gits` below reads them too).
@@ -1010,6 +1059,9 @@ export const begin = (
       ...gits.map((git) => [git.path, notedOf(git.before)] as const),
       ...entries.map((entry) => [entry.path, notedOf(entry.before)] as const),
       ...aboveFound.map(([path, before]) => [path, notedOf(before)] as const),
+      // Each Location's own `.git`: one another command moved away (or made) as this one is guarded would be taken
+      // for none there before (or the user's), and its hooks and config taken out as a command's once this one ends.
+      ...keys.map((key) => [join(key, ".git"), notedOf(look(join(key, ".git")))] as const),
     ]),
   ]
   const elsewhere = runningElsewhere.map((record) => new Map(record.found))
@@ -1032,8 +1084,8 @@ export const begin = (
     else baselines.set(path, { before: noted, count: 1 })
   }
   searches.add(search)
-  // Noted for other cores alone (no clash with a command running beside it): whether each Location was a repository,
-  // its own `.git` and a `HEAD` at its root. What a command made of them `unmade` takes out when it ends; should this
+  // Noted for other cores alone (no clash with a command running beside it): whether each granted folder was a
+  // repository, its `.git`, and a `HEAD` at each root. What a command made of them `unmade` takes out when it ends; should this
   // core die first, the next one finds them changed (`stale`).
   const inFound = new Set(found.map(([path]) => path))
   const repositoryFound = [...keys, ...grantedRoots]
@@ -1070,7 +1122,7 @@ export const begin = (
     const moved = new Set<string>()
     /** Sets aside what stands at `path` (`at`: the same through its folder held open), kept by its name beside the others. */
     const aside = (path: string, at?: string) =>
-      at === undefined ? setAsideIn(path, keptAt(dirname(path), path), known) : (setAside(at, keptAt(dirname(path), path)), true)
+      at === undefined ? setAsideIn(path, keptAt(dirname(path), path), known) : asideChecked(at, path, keptAt(dirname(path), path), known)
     for (const { key, way } of ways) {
       const back = putBack(way, aside, known)
       undone.push(...back.moved)
@@ -1119,7 +1171,7 @@ export const begin = (
       // command made (`madeDeeper`).
       // Where it is named, what core would load through a link on the way is undone where the link leads, in a place
       // the command could write (the Location's own entries, and code they import); another repository's, never.
-      const folder = entry.mounted ? folderOf(entry.path, known, writableHere) : (anchored(entry) ?? folderOf(entry.path, known))
+      const folder = entry.mounted ? folderOf(entry.path, known, linkedInto) : (anchored(entry) ?? folderOf(entry.path, known))
       if (folder === undefined) continue
       try {
         // Named where they are now (the command may have moved the repository); the Location's, as core loads them.
@@ -1131,7 +1183,7 @@ export const begin = (
       }
     }
     for (const folder of folders.values()) if (folder.fd !== undefined) closeSync(folder.fd)
-    undone.push(...respelled(entries, spelling, keptAt, known, writableHere))
+    undone.push(...respelled(entries, spelling, keptAt, known, linkedInto))
     for (const repository of repositories) undone.push(...unmade(repository, keptAt, known))
     const deeper = madeDeeper(searched, before, keptAt, ownGitDirs, knownOwn)
     undone.push(...deeper.taken)
@@ -1162,7 +1214,12 @@ export const begin = (
     leave()
     return removed
   }
-  return { readOnly: entries.filter((entry) => entry.before !== undefined && entry.mounted).map((entry) => entry.path), finish }
+  const mountedEntries = entries.filter((entry) => entry.before !== undefined && entry.mounted)
+  return {
+    readOnly: mountedEntries.map((entry) => entry.path),
+    readOnlyIds: mountedEntries.map((entry) => `${entry.before!.dev}:${entry.before!.ino}`),
+    finish,
+  }
 }
 
 /** Longer than any file system's step of time stamps (FAT's is 2 s): a change after a stamp this old shows. */
@@ -1256,7 +1313,10 @@ const respelled = (
 const ownInode = (path: string): boolean => {
   const fresh = `${path}.core-${crypto.randomUUID().slice(0, 8)}`
   try {
-    writeFileSync(fresh, readFileSync(path), { mode: (lstat(path)?.mode ?? 0o644) & 0o7777, flag: "wx" })
+    const stats = lstat(path)
+    const content = stats?.isFile() === true ? fileContent(path, stats) : undefined
+    if (stats === undefined || content === undefined) return false
+    writeFileSync(fresh, content, { mode: stats.mode & 0o7777, flag: "wx" })
     renameSync(fresh, path)
     return true
   } catch {
@@ -1411,16 +1471,19 @@ const madeDeeper = (
       inFolder(
         path,
         (at) => {
-          if (lstat(at) === undefined) return
-          const text = Git.read(at)
+          const stats = lstat(at)
+          if (stats === undefined) return
+          // Read only as the file it is, never through a link (core would read, as root, what it leads to, and
+          // write what it keeps of it where the command reads it): anything else goes whole.
+          const content = stats.isFile() && stats.size <= MAX_CONTENT_BYTES ? fileContent(at, stats) : undefined
+          const text = content === undefined ? undefined : content.toString("utf8")
           // Kept only where core reads the values git does (none read: not kept).
           const worktrees = Git.valuesOf(text ?? "", "core", "worktree")
           const ownWorktree = (key: string) =>
             key === "core.worktree" && worktrees.length > 0 && worktrees.every((value) => checkouts.includes(realOf(resolve(gitDir, value))))
           const harmless = text === undefined ? undefined : Planted.withoutCode(text, ownWorktree)
           const takeAt = () => {
-            setAside(at, keptAt(base, path))
-            taken.push(path)
+            if (asideChecked(at, path, keptAt(base, path), known)) taken.push(path)
           }
           if (harmless === undefined) takeAt()
           // What runs code goes, the rest (a clone's remote, a repository's format) stays: the file as it was is kept.
@@ -1526,7 +1589,9 @@ const unmade = (
               known,
             )
           },
-          known,
+          // Not the folders this guard notes: the one holding it may be such a folder, moved (`mv vendor/x vendor/x2`
+          // then `.git` into it); the repository itself is checked by who it is.
+          new Map(),
           inLocation,
         ) === true
       if (back && !taken.includes(entry)) taken.push(entry)
@@ -1603,9 +1668,6 @@ const anchored = (entry: Entry): number | undefined => {
   )
 }
 
-/** How many times content is put back where something else keeps appearing at its path (see `undoEntry`). */
-const PUT_BACK_TRIES = 3
-
 /**
  * Undoes what the command made of `entry` (see `finish`), through its folder held open as `folder`; answers the paths
  * undone.
@@ -1625,16 +1687,16 @@ const undoEntry = (
   if (before?.content !== undefined) {
     // Only where no mount kept it read-only can it differ.
     if (now?.content !== undefined && now.content.equals(before.content)) return []
-    if (now !== undefined) setAside(at, keptAt(entry.base, entry.path))
+    if (now !== undefined && !asideChecked(at, entry.path, keptAt(entry.base, entry.path), known)) return []
     // Put back where its folder still is (a folder renamed away took the file with it), as a new file only: what a
-    // command still running put there meanwhile (a link) is set aside again, never written through.
+    // command still running put there meanwhile (a link, another folder) stays as it is, never written through.
     let back = false
-    for (let tries = 0; !back && tries < PUT_BACK_TRIES && fstatSync(folder).nlink > 0; tries++) {
+    if (fstatSync(folder).nlink > 0) {
       try {
         writeFileSync(at, before.content, { mode: before.mode, flag: "wx" })
         back = true
       } catch {
-        setAside(at, keptAt(entry.base, entry.path))
+        // something stands there again: it is what the next command's guard finds
       }
     }
     return back || now !== undefined ? [entry.path] : []
@@ -1642,11 +1704,11 @@ const undoEntry = (
   if (now === undefined) return []
   if (before !== undefined && before.dev === now.dev && before.ino === now.ino && before.kind === now.kind && before.born === now.born) {
     // The same directory (or file): what changed inside it, where it was noted (no mount kept it read-only).
-    const changed = entry.inside === undefined ? [] : changedInside(entry, folder, keptAt)
+    const changed = entry.inside === undefined ? [] : changedInside(entry, folder, keptAt, known)
     if (changed !== undefined) return changed
     // Too much was added to it to look at it all: the directory goes whole, so none of it is loaded.
   }
-  setAside(at, keptAt(entry.base, entry.path))
+  if (!asideChecked(at, entry.path, keptAt(entry.base, entry.path), known)) return []
   if (before?.link !== undefined) {
     try {
       symlinkSync(before.link, at)
@@ -1668,19 +1730,22 @@ const changedInside = (
   entry: Entry,
   folder: number,
   keptAt: (base: string, path: string) => string | undefined,
+  known: Known,
 ): Array<string> | undefined => {
   const now = new Map<string, Inside>()
   const name = basename(entry.path)
   const root = descend(folder, [name])
   if (root === undefined) return undefined
   try {
-    if (!surveyHeld(root, entry.path, now, { left: 2 * MAX_INSIDE })) return undefined
+    if (!surveyHeld(root, entry.path, now, { left: 2 * MAX_INSIDE }, known)) return undefined
   } finally {
     closeSync(root)
   }
   const taken: Array<string> = []
+  /** What was not taken (another folder the guard notes, moved here): nothing in it is either. */
+  const left: Array<string> = []
   for (const [path, found] of now) {
-    if (taken.some((gone) => path.startsWith(`${gone}/`))) continue
+    if (taken.some((gone) => path.startsWith(`${gone}/`)) || left.some((kept) => path.startsWith(`${kept}/`))) continue
     const before = entry.inside!.get(path)
     const same =
       before !== undefined &&
@@ -1694,8 +1759,8 @@ const changedInside = (
     try {
       const at = inHeld(parent, steps[steps.length - 1]!)
       if (lstat(at) === undefined) continue
-      setAside(at, keptAt(entry.base, path))
-      taken.push(path)
+      if (asideChecked(at, path, keptAt(entry.base, path), known)) taken.push(path)
+      else left.push(path)
     } finally {
       closeSync(parent)
     }

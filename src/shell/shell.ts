@@ -324,7 +324,7 @@ const spawnSupervised = (
         ),
         ...(request.stdin === undefined ? {} : { stdin: Buffer.from(request.stdin).toString("base64") }),
         ...(grants === undefined ? {} : { grants }),
-        ...(guarded === undefined ? {} : { readOnly: guarded.readOnly }),
+        ...(guarded === undefined ? {} : { readOnly: guarded.readOnly, ...(guarded.readOnlyIds === undefined ? {} : { readOnlyIds: guarded.readOnlyIds }) }),
         ...(cover === undefined ? {} : { cover }),
         ...(sockets === undefined ? {} : { sockets }),
         graceMs: ProcessGroup.GRACE_MS,

@@ -9,7 +9,7 @@ export * as Starter from "./starter"
 // the call, whether or not core could give it a PID namespace. A spare supervisor readies its starter while it waits,
 // so the order pays neither start. Like the supervisor, it imports nothing heavy and never writes to stdout or stderr.
 
-import { writeFileSync } from "node:fs"
+import { lstatSync, writeFileSync } from "node:fs"
 import { Capabilities } from "./capabilities"
 import { Landlock } from "./landlock"
 import { Namespace } from "./namespace"
@@ -163,6 +163,19 @@ export const apply = (
   // Where it cannot, the entries stay writable; core puts back what it can once the command has ended.
   const readOnly =
     order.readOnly !== undefined && order.readOnly.length > 0 && Namespace.protect(way, order.readOnly) === undefined
+  // Mounted on what core looked at, or the command does not start: another command of the Location may have moved a
+  // folder above one (`.git`, `lib`) between core's look and the mount, and put it back once this one wrote the real
+  // files (the mount then covered nothing, or its stand-in).
+  if (readOnly && order.readOnlyIds !== undefined) {
+    const moved = order.readOnly!.find((path, index) => identityOf(path) !== order.readOnlyIds![index])
+    if (moved !== undefined) {
+      return {
+        failed:
+          `a command running beside this one in the Location moved ${moved} as this one started, which core keeps ` +
+          "read-only to commands; run this one again once that one has ended",
+      }
+    }
+  }
   // Mounting, so before Landlock; where this process cannot, the command reaches every socket file, as it would
   // without the sandbox.
   if (order.grants !== undefined && order.sockets !== undefined && way === "mount") Sockets.hide(order.sockets)
@@ -219,6 +232,16 @@ export const apply = (
   // Capabilities a user namespace gave the supervisor stay its own: the command inherits none of them.
   Native.prctl(Native.PR_CAP_AMBIENT, Native.PR_CAP_AMBIENT_CLEAR_ALL)
   return { readOnly }
+}
+
+/** Who the entry at `path` is (`dev:ino`, not following a link), or undefined where there is none. */
+const identityOf = (path: string): string | undefined => {
+  try {
+    const stats = lstatSync(path)
+    return `${stats.dev}:${stats.ino}`
+  } catch {
+    return undefined
+  }
 }
 
 /** Spends, while the starter waits, the first-use costs an order would otherwise pay, and makes ahead what every sandbox mounts. */

@@ -108,6 +108,8 @@ export interface Order {
   readonly grants?: Landlock.Grants
   /** Paths mounted read-only for the command (core's configuration in its Location), before the sandbox. */
   readonly readOnly?: ReadonlyArray<string>
+  /** Who each of `readOnly` was when core looked (`dev:ino`): a mount on anything else does not start the command. */
+  readonly readOnlyIds?: ReadonlyArray<string>
   /**
    * With `grants`: paths the command must read nothing of although a grant holds them (what the agent's `read`
    * rules and core.json's denyRead deny), covered in its mount namespace before the sandbox. Where they cannot be

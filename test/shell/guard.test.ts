@@ -1555,6 +1555,45 @@ describe("core's configuration in the Location, against what a command runs", ()
         }
       }, 60_000)
 
+      // What a review of the change found, each by one command (or what it leaves for this end): a folder the guard
+      // notes moved under a place (taken apart, or whole, as the command's), a made repository's config linked to a
+      // file only core may read (read through the link, and written where the command reads it), a repository's
+      // folder moved before the Location's .git was moved into it (not moved back), a link to core's own folder on
+      // the way to a missing import (the user's file there taken).
+      test("the Location's .git moved into a repository's hooks, or a folder of a moved repository: never taken, and moved back", () => {
+        for (const moves of ["mv .git vendor/x/.git/hooks/sub", "mv vendor/x vendor/x2 && mv .git vendor/x2/own-git"]) {
+          const { location, guarded, untouched } = setUp()
+          Bun.spawnSync(["bash", "-c", moves], { cwd: location })
+          const undone = guarded.finish(true)
+          expect([moves, undone.paths]).toEqual([moves, expect.arrayContaining([join(location, ".git")])])
+          untouched()
+        }
+      })
+
+      test("a made repository's config that is a link is taken whole, never read through as core", () => {
+        const { location, guarded } = setUp()
+        const secret = join(tempDir("core-secret-"), "gitconfig")
+        writeFileSync(secret, "[http]\n\textraheader = AUTHORIZATION: bearer SECRET-TOKEN\n", { mode: 0o600 })
+        Bun.spawnSync(["bash", "-c", `git init -q vendor/y && rm vendor/y/.git/config && ln -s ${secret} vendor/y/.git/config`], { cwd: location })
+        const undone = guarded.finish(true)
+        expect(undone.paths).toContain(join(location, "vendor/y/.git/config"))
+        expect(existsSync(join(location, "vendor/y/.git/config"))).toBe(false)
+        expect(Bun.spawnSync(["grep", "-rl", "SECRET-TOKEN", location]).stdout.toString()).toBe("")
+        expect(readFileSync(secret, "utf8")).toContain("SECRET-TOKEN")
+      })
+
+      test("a link to core's own folder put on the way to a missing import: nothing of the user's there is taken", () => {
+        const location = tempDir("core-loc-", "/var/tmp")
+        mkdirSync(join(location, "tools/sub"), { recursive: true })
+        writeFileSync(join(location, "core.json"), "{}")
+        writeFileSync(join(location, "tools/hi.ts"), 'import { x } from "../lib2/helper"\nexport default x\n')
+        writeFileSync(join(location, "tools/sub/helper.ts"), "export const x = 1\n")
+        const guarded = Guard.begin(location, keeping)
+        symlinkSync("tools/sub", join(location, "lib2"))
+        guarded.finish(true)
+        expect(readFileSync(join(location, "tools/sub/helper.ts"), "utf8")).toBe("export const x = 1\n")
+      })
+
       test("the Location's .git moved into the repository's place: it is not taken for the repository's, and is moved back", () => {
         const { location, nested, original, guarded, untouched } = setUp()
         renameSync(join(nested, ".git"), join(nested, ".git-aside"))
