@@ -665,25 +665,15 @@ const openFolder = (path: string, noFollow = false): number | undefined => {
 type Known = ReadonlyMap<string, string>
 
 /**
- * Runs `act` on `path` through its folder held open (see `inHeld`), once the folder's real path, as the kernel says
- * it opened it, passes `accept` (by default: the folder named, with no link on the way), and it is no folder the guard
- * notes (`known`) at another path than the one named (the Location's `.git`, reached through a link or moved there).
- * Answers what `act` did, or undefined where the folder cannot be opened or is not taken (nothing is touched then).
+ * Runs `act` on `path` through its folder held open (see `inHeld`, `folderOf`: the folder named, or one a link on the
+ * way leads to where its real path passes `through`). Answers what `act` did, or undefined where the folder cannot be
+ * opened or is not taken (nothing is touched then).
  */
-const inFolder = <A>(
-  path: string,
-  act: (at: string) => A,
-  known: Known,
-  accept: (real: string) => boolean = (real) => real === dirname(path),
-): A | undefined => {
-  const fd = openFolder(dirname(path))
+const inFolder = <A>(path: string, act: (at: string) => A, known: Known, through?: (real: string) => boolean): A | undefined => {
+  const fd = folderOf(path, known, through)
   if (fd === undefined) return undefined
   try {
-    const real = whereNow(fd)?.toString()
-    if (real === undefined || !accept(real)) return undefined
-    const stats = fstatSync(fd)
-    const noted = known.get(`${stats.dev}:${stats.ino}`)
-    return noted === undefined || noted === dirname(path) ? act(inHeld(fd, basename(path))) : undefined
+    return act(inHeld(fd, basename(path)))
   } finally {
     closeSync(fd)
   }
@@ -691,9 +681,9 @@ const inFolder = <A>(
 
 /**
  * Sets aside what stands at `at` (through a folder held open; see `setAside`) unless it is a folder the guard notes
- * (`known`) elsewhere than at `path`, which `at` names: first renamed to a name of core's own beside it and looked at there, so that what is checked is what was
- * moved (a command still running may move the Location's `.git` to the name between a look and a rename), and moved
- * back where it is such a folder. Answers whether it set something aside.
+ * (`known`) elsewhere than at `path`, which `at` names: first renamed to a name of core's own beside it and looked at
+ * there, so that what is checked is what was moved (a command still running may move the Location's `.git` to the
+ * name between a look and a rename), and moved back where it is such a folder. Answers whether it set something aside.
  */
 const asideChecked = (at: string, path: string, target: string | undefined, known: Known): boolean => {
   const staged = join(dirname(at), `.core-aside-${crypto.randomUUID()}`)
@@ -717,8 +707,8 @@ const asideChecked = (at: string, path: string, target: string | undefined, know
 }
 
 /** Sets aside what stands at `path` (`asideChecked`), through its folder held open where it is taken (`inFolder`). */
-const setAsideIn = (path: string, target: string | undefined, known: Known, accept?: (real: string) => boolean): boolean =>
-  inFolder(path, (at) => lstat(at) !== undefined && asideChecked(at, path, target, known), known, accept) === true
+const setAsideIn = (path: string, target: string | undefined, known: Known, through?: (real: string) => boolean): boolean =>
+  inFolder(path, (at) => lstat(at) !== undefined && asideChecked(at, path, target, known), known, through) === true
 
 /**
  * The folder `names` below the folder held as `fd` (none: that folder itself), each step opened without following a
@@ -1301,7 +1291,7 @@ const respelled = (
       const path = join(folder, name)
       if (own.has(path)) continue
       // Through its folder held open: where a link on the way leads, in a place the command could write (see `folderOf`).
-      if (setAsideIn(path, keptAt(entry.base, path), known, (real) => real === folder || through(real))) taken.push(path)
+      if (setAsideIn(path, keptAt(entry.base, path), known, through)) taken.push(path)
     }
     // Taken once, whichever entry of the folder found it.
     names.delete(key)
@@ -1639,11 +1629,15 @@ const folderOf = (path: string, known: Known, through?: (real: string) => boolea
   const folder = dirname(path)
   const fd = openFolder(folder)
   if (fd === undefined) return undefined
-  const stats = fstatSync(fd)
-  const noted = known.get(`${stats.dev}:${stats.ino}`)
-  const real = whereNow(fd)
-  const reached = real?.equals(Buffer.from(folder)) === true || (through !== undefined && real !== undefined && through(real.toString()))
-  if (reached && (noted === undefined || noted === folder)) return fd
+  try {
+    const stats = fstatSync(fd)
+    const noted = known.get(`${stats.dev}:${stats.ino}`)
+    const real = whereNow(fd)
+    const reached = real?.equals(Buffer.from(folder)) === true || (through !== undefined && real !== undefined && through(real.toString()))
+    if (reached && (noted === undefined || noted === folder)) return fd
+  } catch {
+    // gone meanwhile: not taken
+  }
   closeSync(fd)
   return undefined
 }
