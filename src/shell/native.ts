@@ -116,6 +116,8 @@ const SYMBOLS = {
   signal: { args: [FFIType.i32, FFIType.u64], returns: FFIType.u64 },
   sigprocmask: { args: [FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+  getrlimit: { args: [FFIType.i32, FFIType.ptr], returns: FFIType.i32 },
+  setrlimit: { args: [FFIType.i32, FFIType.ptr], returns: FFIType.i32 },
   __errno_location: { args: [], returns: FFIType.ptr },
 } as const
 
@@ -162,6 +164,24 @@ export const flock = (fd: number, operation: number): number => {
   }
 }
 
+/** RLIMIT_NPROC, the same on x86-64 and arm64: how many processes and threads its user may have. */
+export const RLIMIT_NPROC = 6
+
+/**
+ * Lowers this process's limit `resource`, soft and hard, to at most `bound` (a lower one stays as it is): 0 or the
+ * errno. Lowered so, the hard limit cannot be raised again without CAP_SYS_RESOURCE.
+ */
+export const lowerLimit = (resource: number, bound: number): number => {
+  const lib = libc()
+  if (lib === null) return 38 // ENOSYS
+  const limits = new BigUint64Array(2)
+  if (lib.getrlimit(resource, ptr(limits)) !== 0) return errno(lib)
+  const most = BigInt(bound)
+  // RLIM_INFINITY is the largest unsigned value: any bound is below it.
+  if (limits[1]! > most) limits[1] = most
+  if (limits[0]! > limits[1]!) limits[0] = limits[1]!
+  return lib.setrlimit(resource, ptr(limits)) === 0 ? 0 : errno(lib)
+}
 
 /** prctl(option, value); answers 0 or the errno. */
 export const prctl = (option: number, value: number): number => {

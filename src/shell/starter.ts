@@ -9,7 +9,7 @@ export * as Starter from "./starter"
 // the call, whether or not core could give it a PID namespace. A spare supervisor readies its starter while it waits,
 // so the order pays neither start. Like the supervisor, it imports nothing heavy and never writes to stdout or stderr.
 
-import { lstatSync, writeFileSync } from "node:fs"
+import { lstatSync, readFileSync, writeFileSync } from "node:fs"
 import { Capabilities } from "./capabilities"
 import { Landlock } from "./landlock"
 import { Namespace } from "./namespace"
@@ -160,6 +160,12 @@ export const apply = (
   ports?: PortFlags,
 ): { readonly readOnly: boolean } | { readonly failed: string } => {
   if (order.grants === undefined && readied.prepared !== undefined) Landlock.discard(readied.prepared)
+  // A non-root core's command is in the user namespace its supervisor was started in, where the kernel counts its
+  // processes and threads apart from the user's others: there they are bounded (a fork bomb), for good.
+  if (ownUserNamespace()) {
+    const failed = Native.lowerLimit(Native.RLIMIT_NPROC, PROCESSES)
+    if (failed !== 0) return { failed: `Could not bound the command's processes (errno ${failed})` }
+  }
   // Where it cannot, the entries stay writable; core puts back what it can once the command has ended.
   const readOnly =
     order.readOnly !== undefined && order.readOnly.length > 0 && Namespace.protect(way, order.readOnly) === undefined
@@ -232,6 +238,24 @@ export const apply = (
   // Capabilities a user namespace gave the supervisor stay its own: the command inherits none of them.
   Native.prctl(Native.PR_CAP_AMBIENT, Native.PR_CAP_AMBIENT_CLEAR_ALL)
   return { readOnly }
+}
+
+/**
+ * The most processes and threads a command of a non-root core may have at once (RLIMIT_NPROC, soft and hard, where
+ * the user's own limit is not lower), its supervisor's among them.
+ */
+export const PROCESSES = 4096
+
+/**
+ * Whether this process is in a user namespace other than the system's (its uid map is not the whole identity map):
+ * then RLIMIT_NPROC counts only the processes of its user in that namespace.
+ */
+const ownUserNamespace = (): boolean => {
+  try {
+    return readFileSync("/proc/self/uid_map", "latin1").trim().split(/\s+/).join(" ") !== "0 0 4294967295"
+  } catch {
+    return false
+  }
 }
 
 /** Who the entry at `path` is (`dev:ino`, not following a link), or undefined where there is none. */

@@ -7,6 +7,7 @@ import { describe, expect, test } from "bun:test"
 import { chownSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Landlock } from "../../src/shell/landlock"
+import { Starter } from "../../src/shell/starter"
 import { tempDir } from "../support/temp"
 import { named } from "./processes"
 
@@ -103,5 +104,20 @@ describe.skipIf(!runnable)(`core run by a user who is not root${runnable ? "" : 
     expect(after.mode & 0o777).toBe(0o600)
     expect(after.mtimeMs).toBe(before.mtimeMs)
     expect(statSync(join(cwd, "own")).mode & 0o777).toBe(0o755)
+  })
+
+  // The kernel counts a user's processes and threads per user namespace, and the command is in its supervisor's.
+  test("its processes are bounded (a fork bomb stops there), and it cannot raise the bound", () => {
+    const { result } = run(
+      `ulimit -Hu; ulimit -Su; (ulimit -Hu unlimited) 2>/dev/null; echo "raise $?"
+       perl -e 'my $n = 0; while ($n < ${Starter.PROCESSES + 500}) { my $p = fork; last unless defined $p; if ($p == 0) { sleep 60; exit } $n++ } print "forked $n\\n"'`,
+    )
+    const [hard, soft, raised, forked] = result.stdout.trim().split("\n")
+    expect([hard, soft, raised]).toEqual([`${Starter.PROCESSES}`, `${Starter.PROCESSES}`, "raise 1"])
+    // The supervisor's threads, the shell and perl count too.
+    const count = Number(/^forked (\d+)$/.exec(forked ?? "")?.[1])
+    expect(count).toBeLessThan(Starter.PROCESSES)
+    expect(count).toBeGreaterThan(Starter.PROCESSES - 200)
+    expect(result.survivors).toEqual([])
   })
 })
