@@ -132,7 +132,8 @@ export const WRAPPERS: Readonly<Record<string, Wrapper>> = {
   ]),
   doas: wrapper(["-u", "-C"], 0, false, ["-n", "-s"]),
   pkexec: wrapper(["--user"], 0, false, ["--disable-internal-agent", "--keep-cwd"]),
-  env: wrapper(["-u", "-C", "--unset", "--chdir"], 0, true, ["-i", "-0", "--ignore-environment", "--null", "-v", "--debug"]),
+  // A lone `-` is env's `-i` (GNU and BSD alike).
+  env: wrapper(["-u", "-C", "--unset", "--chdir"], 0, true, ["-", "-i", "-0", "--ignore-environment", "--null", "-v", "--debug"]),
   command: wrapper([], 0, false, ["-p"]),
   builtin: wrapper(),
   exec: wrapper(["-a"], 0, false, ["-c", "-l"]),
@@ -382,7 +383,8 @@ export const wrappedIndexes = (
       if (at === value.length - 2) index++
       if (at >= 0) continue
     }
-    if (value.startsWith("-") && value !== "-") {
+    // A lone `-` is an operand (the command `-`), but where a wrapper reads it as an option.
+    if (value.startsWith("-") && (value !== "-" || wrapper.flags.includes(value))) {
       const unknown = !wrapper.flags.includes(value) && !value.includes("=") && (value.startsWith("--") || value.length === 2)
       if (unknown && operands === 0 && index + 2 < words.length) found.push(index + 2)
       continue

@@ -129,8 +129,9 @@ const GIT_GLOBALS: Readonly<Record<string, boolean>> = {
 
 /**
  * The words as they run, where that differs from how they are written: quotes and escapes undone (`git "push"` is
- * `git push`), and git's options before its subcommand left out (`git -C . push` is a push, and so is `git -C
- * "$PWD" push`). Undefined when another word holds an expansion (what it runs is not known here) or nothing differs.
+ * `git push`), braces expanded (`git pu{s..s}h` is `git push`), and git's options before its subcommand left out
+ * (`git -C . push` is a push, and so is `git -C "$PWD" push`). Undefined when another word holds an expansion (what
+ * it runs is not known here) or nothing differs.
  */
 const asRun = (words: ReadonlyArray<Word>): ReadonlyArray<Word> | undefined => {
   let run = words
@@ -147,8 +148,13 @@ const asRun = (words: ReadonlyArray<Word>): ReadonlyArray<Word> | undefined => {
     }
     run = [words[0]!, ...words.slice(index)]
   }
-  if (run.some((word) => word.value === undefined)) return undefined
-  const plain = run.map((word) => ({ ...word, text: word.value! }))
+  if (run.some((word) => word.value === undefined && word.braces === undefined)) return undefined
+  // A word bash brace-expands is the words it makes (`rm -r{f,} x` runs `rm -rf -r x`).
+  const plain = run.flatMap((word): ReadonlyArray<Word> =>
+    word.value === undefined
+      ? word.braces!.map((value) => ({ text: value, value, glob: false, tilde: value.startsWith("~") }))
+      : [{ ...word, text: word.value }],
+  )
   return plain.length === words.length && plain.every((word, index) => word.text === words[index]!.text) ? undefined : plain
 }
 

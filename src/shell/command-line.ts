@@ -323,6 +323,11 @@ const addCommand = (
   const rest = words.slice(1)
   const resource = textOf(assignments, words) + suffixOf(redirects, feeds)
   const within = collector.within
+  // A word bash brace-expands into more words than core lists, or into words holding expansions, is not known.
+  const unlisted = rest.find((word) => Words.expands(word) && word.braces === undefined)
+  if (unlisted !== undefined) {
+    collector.opaque.push({ resource: within ?? resource, reason: `bash expands the braces of ${unlisted.text} into words core does not list` })
+  }
   // A subcommand written as a pattern (`npm ru[n] x`) is whatever file name bash expands it to: not known.
   if (Object.hasOwn(Arity.TABLE, name.value!) && Arity.TABLE[name.value!]! > 1 && rest[0]?.glob === true) {
     collector.opaque.push({ resource: within ?? resource, reason: `its subcommand ${rest[0].text} is a pattern bash expands to a file's name` })
@@ -605,6 +610,16 @@ const HEREDOC_WORD = /^(?:([A-Za-z0-9_.-]+)|'([A-Za-z0-9_.-]+)'|"([A-Za-z0-9_.-]
  * backquote in the text must be a substitution the grammar read, or lie where bash reads it as text: in single
  * quotes, a comment, a quoted heredoc, or after a backslash.
  */
+/**
+ * Whether two of a command's or an array's words have nothing between them, which bash reads as one word: the
+ * grammar read it apart (`read a[\$\(rm\ x\)]` is `a[` and `\$\(rm\ x\)]` to it, `(['b[$(rm x)]']=1)` two
+ * elements), where bash evaluates a subscript whole.
+ */
+const touching = (node: Node): boolean => {
+  const parts = node.children.filter((child): child is Node => child !== null && child.isNamed && !child.type.endsWith("_redirect"))
+  return parts.some((part, index) => index > 0 && part.startIndex === parts[index - 1]!.endIndex)
+}
+
 const misread = (root: Node, text: string): { readonly unparsed?: string; readonly opaque?: string } => {
   const escaped = (at: number) => {
     let backslashes = 0
@@ -640,6 +655,9 @@ const misread = (root: Node, text: string): { readonly unparsed?: string; readon
         }
         break
       }
+      case "array":
+        if (touching(node)) found ??= { unparsed: "bash reads one word where core reads two" }
+        break
       case "regex":
         // Outside `[[ ]]` bash reads `==` and `=~` as words: a pattern the grammar read after one among a command's
         // words swallows what bash runs as commands (`echo [[ x == ;rm x ]]`).
@@ -664,6 +682,7 @@ const misread = (root: Node, text: string): { readonly unparsed?: string; readon
           if (rest[0] === "{") rest = rest.slice(1)
           if (rest[0] !== undefined && COMPOUND_OPENERS.has(rest[0])) found ??= { unparsed: `bash runs a compound command after ${named} where core reads words` }
         }
+        if (touching(node)) found ??= { unparsed: "bash reads one word where core reads two" }
         // A line's end ends a command to bash: the grammar reads on past one after an operator (`echo x == ` and a
         // line), a word starting at it (`true` and a line `\rm x`), or a line holding a lone backslash (after a
         // command, or a redirection's target: `read >&2`, a line `\`, `rm x`).

@@ -273,7 +273,9 @@ const arraySubscripts = (node: Node, collector: Sink): void => {
   const declaration = node.parent?.parent
   if (declaration?.type === "declaration_command" && declaration.children.some((child) => child !== null && /^-[A-Za-z]*A/.test(child.text))) return
   for (const element of node.namedChildren) {
-    const subscript = element === null ? undefined : /^\[([^\]]*)\]\+?=/.exec(element.text)?.[1]
+    // To the last `]=` of the element: bash finds a subscript's end past the brackets and quotes inside it
+    // (`['b[$(cmd)]']=1`), and a subscript read too long is only looked at more warily.
+    const subscript = element === null ? undefined : /^\[(.*)\]\+?=/s.exec(element.text)?.[1]
     if (subscript === undefined) continue
     const names = subscript.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []
     const unsafe = /\$[({]|`/.test(subscript) || names.some((name) => !collector.numeric.has(name))

@@ -16,6 +16,11 @@ export interface Word {
   readonly glob: boolean
   /** Whether it starts with an unquoted `~` (a home directory). */
   readonly tilde: boolean
+  /**
+   * Where bash brace-expands it (`-r{f,}` is `-rf -r`): the plain words it makes, in order, when each has a value and
+   * there are at most MOST_BRACED of them; undefined otherwise (and for every word that does not brace-expand).
+   */
+  readonly braces?: ReadonlyArray<string> | undefined
 }
 
 /** The characters that make an unquoted word a pattern. */
@@ -104,14 +109,148 @@ const sequence = (text: string): boolean => {
   return false
 }
 
+/** The most words one word's braces may make for core to list them (each then checked as written so). */
+export const MOST_BRACED = 256
+/** A word longer than this is not brace-expanded here: its braces leave it unknown. */
+const MOST_BRACED_TEXT = 1024
+
+/**
+ * Which characters of `text` bash reads as text (true), not as syntax: those in quotes (the quotes too), a backslash
+ * and what it escapes, and `${…}`, `$(…)` and `` `…` `` (whose insides are no braces of the word's).
+ */
+const literalMask = (text: string): Array<boolean> => {
+  const mask = new Array<boolean>(text.length).fill(false)
+  for (let index = 0; index < text.length; index++) {
+    const char = text[index]!
+    let end = index
+    if (char === "\\") end = index + 1
+    else if (char === "'") end = text.indexOf("'", index + 1)
+    else if (char === '"') {
+      end = index + 1
+      while (end < text.length && text[end] !== '"') end += text[end] === "\\" ? 2 : 1
+    } else if (char === "`") end = text.indexOf("`", index + 1)
+    else if (char === "$" && (text[index + 1] === "{" || text[index + 1] === "(")) {
+      const [open, close] = text[index + 1] === "{" ? ["{", "}"] : ["(", ")"]
+      let depth = 0
+      for (end = index + 1; end < text.length; end++) {
+        if (text[end] === open) depth++
+        else if (text[end] === close && --depth === 0) break
+      }
+    } else continue
+    if (end === -1 || end >= text.length) end = text.length - 1
+    for (let at = index; at <= end; at++) mask[at] = true
+    index = end
+  }
+  return mask
+}
+
+/** The words of a sequence expression's body (`1..3`, `a..e`, `01..10..3`), or undefined where it is none. */
+const sequenceOf = (body: string): Array<string> | undefined => {
+  const parts = body.split("..")
+  if (parts.length !== 2 && parts.length !== 3) return undefined
+  const [from, to, by = "1"] = parts as [string, string, string?]
+  if (!/^[-+]?\d+$/.test(by)) return undefined
+  const step = Math.abs(Number(by)) || 1
+  const numbers = /^[-+]?\d+$/.test(from) && /^[-+]?\d+$/.test(to)
+  const letters = /^[A-Za-z]$/.test(from) && /^[A-Za-z]$/.test(to)
+  if (!numbers && !letters) return undefined
+  const start = numbers ? Number(from) : from.charCodeAt(0)
+  const end = numbers ? Number(to) : to.charCodeAt(0)
+  if (Math.abs(end - start) / step + 1 > MOST_BRACED) return undefined
+  // Zero-padded to the wider end where either is written with a leading zero (`{01..10}`).
+  const width = numbers && /^[-+]?0\d/.test(from + " " + to) ? Math.max(from.length, to.length) : 0
+  const made: Array<string> = []
+  for (let at = start; start <= end ? at <= end : at >= end; at += start <= end ? step : -step) {
+    if (!numbers) made.push(String.fromCharCode(at))
+    else made.push(at < 0 ? `-${String(-at).padStart(width - 1, "0")}` : String(at).padStart(width, "0"))
+  }
+  return made
+}
+
+/**
+ * The texts bash makes of `text` by brace expansion (`a{b,c}d` is `abd acd`; nested and sequence expressions too),
+ * at most MOST_BRACED, or undefined where there would be more. A text with no brace expression is itself.
+ */
+const expandBraces = (text: string): Array<string> | undefined => {
+  const mask = literalMask(text)
+  for (let open = 0; open < text.length; open++) {
+    if (text[open] !== "{" || mask[open]) continue
+    let depth = 0
+    let close = -1
+    const commas: Array<number> = []
+    for (let at = open + 1; at < text.length && close === -1; at++) {
+      if (mask[at]) continue
+      const char = text[at]
+      if (char === "{") depth++
+      else if (char === "}") {
+        if (depth === 0) close = at
+        else depth--
+      } else if (char === "," && depth === 0) commas.push(at)
+    }
+    if (close === -1) continue
+    const bounds = [open, ...commas, close]
+    const alternatives =
+      commas.length > 0 ? bounds.slice(0, -1).map((from, index) => text.slice(from + 1, bounds[index + 1])) : sequenceOf(text.slice(open + 1, close))
+    if (alternatives === undefined) continue
+    const made: Array<string> = []
+    for (const alternative of alternatives) {
+      const more = expandBraces(text.slice(0, open) + alternative + text.slice(close + 1))
+      if (more === undefined || made.push(...more) > MOST_BRACED) return undefined
+    }
+    return made
+  }
+  return [text]
+}
+
+/** The value of a word's text with no expansion left in it (quotes removed, escapes applied), or undefined. */
+const plainValue = (text: string): string | undefined => {
+  let value = ""
+  for (let index = 0; index < text.length; index++) {
+    const char = text[index]!
+    if (char === "\\") {
+      const next = text[++index]
+      if (next !== undefined && next !== "\n") value += next
+    } else if (char === "'") {
+      const end = text.indexOf("'", index + 1)
+      if (end === -1) return undefined
+      value += text.slice(index + 1, end)
+      index = end
+    } else if (char === '"') {
+      let end = index + 1
+      while (end < text.length && text[end] !== '"') end += text[end] === "\\" ? 2 : 1
+      const inside = text.slice(index + 1, end)
+      if (end >= text.length || /[$`]/.test(inside)) return undefined
+      value += unescapeDoubleQuoted(inside)
+      index = end
+    } else if (char === "$" || char === "`" || GLOB.test(char)) return undefined
+    else value += char
+  }
+  return value
+}
+
+/** The plain words bash makes of a word by brace expansion (Word.braces), or undefined. */
+const bracesOf = (text: string): ReadonlyArray<string> | undefined => {
+  if (text.length > MOST_BRACED_TEXT) return undefined
+  const texts = expandBraces(text)
+  if (texts === undefined || (texts.length === 1 && texts[0] === text)) return undefined
+  // An empty word left unquoted is no word to bash (`git {push,} x` is `git push x`).
+  const values = texts.filter((made) => made !== "").map(plainValue)
+  return values.every((value) => value !== undefined) ? (values as Array<string>) : undefined
+}
+
 /** Decodes a word node. */
 export const of = (node: Node): Word => {
-  const decoded = braced(node.text) ? undefined : literal(node)
+  const expands = braced(node.text)
+  const decoded = expands ? undefined : literal(node)
   const first = node.type === "concatenation" ? node.namedChild(0) : node
   return {
     text: node.text,
     value: decoded?.value,
     glob: decoded?.glob ?? false,
     tilde: first?.type === "word" && first.text.startsWith("~"),
+    ...(expands ? { braces: bracesOf(node.text) } : {}),
   }
 }
+
+/** Whether bash brace-expands the word (its value is then unknown, and Word.braces may list what it makes). */
+export const expands = (word: Word): boolean => "braces" in word

@@ -58,6 +58,23 @@ const MISREAD: ReadonlyArray<string> = [
   "x=\\  :; r\\\nm v.txt",
 ]
 
+/**
+ * Lines bash runs `rm v.txt` in as an array subscript it evaluates, where the grammar read the subscript apart: an
+ * element's subscript holding `]` in quotes (the substitution then seen, and denied), a word the grammar split where
+ * bash reads one (asked: what bash runs is escaped text to core).
+ */
+const SUBSCRIPTS: ReadonlyArray<readonly [string, Expected]> = [
+  ["a=(['b[$(rm v.txt)]']=1)", "denied"],
+  ["a+=(['b[$(rm v.txt)]']=1)", "denied"],
+  ["a=([0]=1 ['b[$(rm v.txt)]']=2)", "denied"],
+  ["a=([b[\\$\\(rm\\ v.txt\\)]]=1)", "asked"],
+  ["read a[\\$\\(rm\\ v.txt\\)] <<< 1", "asked"],
+  ["printf -v a[\\$\\(rm\\ v.txt\\)] %s 1", "asked"],
+  ["printf -va[\\$\\(rm\\ v.txt\\)] %s 1", "asked"],
+  ["test -v a[\\$\\(rm\\ v.txt\\)]", "asked"],
+  ["a=(1); unset -v a[\\$\\(rm\\ v.txt\\)]", "asked"],
+]
+
 /** Under `"rm *": "deny"` and core's defaults (every command allowed), each of these runs `rm v.txt` somehow. */
 const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["X=1 rm v.txt", "denied"],
@@ -221,6 +238,10 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["echo \\\t#; rm v.txt", "denied"],
   ["echo \"$'\\\\'\" ; rm v.txt #'\"", "denied"],
   ...MISREAD.map((line) => [line, "denied"] as const),
+  // GNU env reads a lone `-` as `-i`, and runs what follows.
+  ["env - rm v.txt", "denied"],
+  ["env - A=1 rm v.txt", "denied"],
+  ...SUBSCRIPTS,
 ]
 
 describe("a denied command cannot be run another way", () => {
@@ -245,11 +266,19 @@ describe("a denied command cannot be run another way", () => {
 test("each line read apart runs rm under bash", () => {
   const shims = tempDir("core-holes-shims-")
   writeFileSync(join(shims, "rm"), '#!/bin/sh\necho "rm $*" >> "$RAN"\n', { mode: 0o755 })
-  for (const line of MISREAD) {
+  for (const line of [...MISREAD, ...SUBSCRIPTS.map(([line]) => line)]) {
     const ran = join(tempDir("core-holes-ran-"), "ran")
     Bun.spawnSync(["bash", "-c", `${line}\nwait`], { cwd: tempDir("core-holes-cwd-"), env: { PATH: `${shims}:/usr/bin:/bin`, RAN: ran }, stdout: "ignore", stderr: "ignore" })
     expect({ line, ran: existsSync(ran) ? readFileSync(ran, "utf8") : "" }).toEqual({ line, ran: expect.stringMatching(/^rm v\.txt( \]\])?\n$/) })
   }
+})
+
+// `env -` empties the environment, and so runs the system's rm, not one found on PATH.
+test("env - runs the command after it", () => {
+  const cwd = tempDir("core-holes-cwd-")
+  writeFileSync(join(cwd, "v.txt"), "x")
+  Bun.spawnSync(["bash", "-c", "env - rm v.txt"], { cwd, stdout: "ignore", stderr: "ignore" })
+  expect(existsSync(join(cwd, "v.txt"))).toBe(false)
 })
 
 // A deny of a subcommand held only for the words as the rule spells them: quoted or escaped they are the same
@@ -270,6 +299,10 @@ describe("a denied subcommand cannot be run spelled another way", () => {
     "git -C . --no-pager push --force",
     'npm "publish"',
     "npm publi\\sh",
+    // Brace expansion makes the subcommand: bash runs `git push`.
+    "git pu{s..s}h origin main",
+    "git {push,} origin main",
+    "git p{u,}sh origin main",
   ]
   for (const command of ROWS) {
     test(`${JSON.stringify(command)} is denied`, async () => {
@@ -278,6 +311,15 @@ describe("a denied subcommand cannot be run spelled another way", () => {
       expect(outcome.settlement.error?.kind).toBe("denied")
     })
   }
+
+  test("a word brace-expanded into words core lists runs as before; one past the list is asked", async () => {
+    const box = harness({ rules: RULES })
+    const listed = await box.settle("bash", { command: "echo {a,b}{1..3} g{it,o}" })
+    expect([listed.settlement.status, listed.asks]).toEqual(["success", []])
+    const unlisted = await box.settle("bash", { command: "echo {1..1000}" })
+    expect(unlisted.asks.length).toBe(1)
+    expect(unlisted.settlement.status).not.toBe("success")
+  })
 
   test("other subcommands spelled so still run as before", async () => {
     const box = harness({ rules: RULES })
@@ -313,6 +355,12 @@ describe("an asked subcommand is asked spelled another way", () => {
     "rm -vdfr d",
     "rm --preserve-root -fr d",
     "rm -fr --interactive=never d",
+    // Options made by brace expansion: bash runs `rm -rf -r d`, `rm -rf d`.
+    "rm -r{f,} d",
+    "rm -{r,}f d",
+    "rm -rf{,} d",
+    "rm -{r..r}f d",
+    "git pu{s..s}h origin main",
   ]
   for (const command of ROWS) {
     test(`${JSON.stringify(command)} is asked, as written, and declined runs nothing`, async () => {
