@@ -287,6 +287,8 @@ describe("Credentials.environmentOf", () => {
     expect(stores).toContain("/home/dev/project/keys/sa.json")
     expect(stores).toContain("/srv/hf/token")
     expect(stores).toContain("/srv/xdg/gh")
+    // bun reads its settings (registry tokens) from $XDG_CONFIG_HOME/.bunfig.toml.
+    expect(stores).toContain("/srv/xdg/.bunfig.toml")
     expect(stores).toContain("/srv/a")
     expect(stores).toContain("/srv/b")
     for (const none of ["/home/dev/project", "/", "/home/dev", "/home/dev/project/"]) expect([none, stores.includes(none)]).toEqual([none, false])

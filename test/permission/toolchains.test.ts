@@ -132,6 +132,12 @@ describe("the user's programs and toolchains", () => {
       [join(home, ".config/JetBrains/IntelliJIdea2025.2/idea64.vmoptions"), join(home, ".config/JetBrains")],
       [join(home, ".config/i3/config"), join(home, ".config/i3")],
       [join(home, ".config/nushell/config.nu"), join(home, ".config/nushell")],
+      // Found since: what bash-completion, xdg-user-dir (a file it sources), D-Bus (a service's Exec=) and ghci run.
+      [join(home, ".bash_completion"), join(home, ".bash_completion")],
+      [join(home, ".config/user-dirs.dirs"), join(home, ".config/user-dirs.dirs")],
+      [join(home, ".local/share/dbus-1/services/org.x.service"), join(home, ".local")],
+      [join(home, ".ghc/ghci.conf"), join(home, ".ghc")],
+      [join(home, ".config/herbstluftwm/autostart"), join(home, ".config/herbstluftwm")],
     ]
     for (const [filePath, place] of cases) await refused(box, "write", { filePath, content: "x\n" }, place)
     await refused(box, "edit", { filePath: join(home, "scripts/tool"), oldString: "echo tool", newString: "echo PWNED" }, join(home, "scripts"))

@@ -59,6 +59,14 @@ const STORES = [
   ".postgresql/postgresql.key",
   ".authinfo",
   ".mc/config.json",
+  // Found since: keys, tokens and histories at names of their own, and a browser installed by snap.
+  ".config/age/keys.txt",
+  ".huggingface/token",
+  ".config/pnpm/rc",
+  ".histfile",
+  ".local/state/zsh/history",
+  ".msmtprc",
+  "snap/firefox/common/.mozilla/firefox/default/logins.json",
   // The user's everyday core, where the core under test runs with directories of its own (CORE_HOME, CORE_DATA_DIR):
   // a file of its application tools' folder, and another session's managed output.
   ".config/core/tools/notes.txt",
