@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import type { Permission } from "../permission/permission"
+import { Nesting } from "../contract/nesting"
 import { Rule } from "../permission/rule"
 import { Hints } from "../settlement/hints"
 import * as Internal from "../tool/internal"
@@ -115,7 +116,7 @@ export const call = (
   Effect.gen(function* () {
     const record = Internal.get(call.tool)!
     const decoded = yield* Effect.exit(
-      Schema.decodeUnknownEffect(record.inputJson)(call.input, Internal.EXPLAIN_OPTIONS),
+      Schema.decodeUnknownEffect(record.inputJson)(call.input, Nesting.describing(call.input, Internal.EXPLAIN_OPTIONS)),
     )
     if (Exit.isFailure(decoded)) {
       const error = Cause.findError(decoded.cause)

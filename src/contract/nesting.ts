@@ -24,3 +24,36 @@ export const tooDeep = (value: unknown, depth = 0): boolean => {
   for (const key in value) if (tooDeep((value as Record<string, unknown>)[key], depth + 1)) return true
   return false
 }
+
+/**
+ * Past this many keys and items in all, a value is described by its first problem only: finding every problem of a
+ * value holding a million unknown keys held core's one thread for seconds (a schema's decoding makes an issue of
+ * each), stalling every other call.
+ */
+export const MOST_DESCRIBED = 100_000
+
+/** Whether `value` holds more than MOST_DESCRIBED keys and items in all; it stops counting there. */
+export const wide = (value: unknown): boolean => {
+  let left = MOST_DESCRIBED
+  const pending: Array<unknown> = [value]
+  while (pending.length > 0) {
+    const next = pending.pop()
+    if (typeof next !== "object" || next === null) continue
+    if (Array.isArray(next)) {
+      if ((left -= next.length) < 0) return true
+      for (const item of next) if (typeof item === "object" && item !== null) pending.push(item)
+      continue
+    }
+    for (const key in next) {
+      if (--left < 0) return true
+      const item = (next as Record<string, unknown>)[key]
+      if (typeof item === "object" && item !== null) pending.push(item)
+    }
+  }
+  return false
+}
+
+/** Schema decoding options `options` reporting the first problem only where `value` is wide. */
+export const describing = <O extends { readonly errors?: "all" | "first" }>(value: unknown, options: O): O =>
+  wide(value) ? { ...options, errors: "first" } : options
+

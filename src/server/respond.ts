@@ -14,6 +14,7 @@ import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as Stream from "effect/Stream"
 import { Json } from "../config/json"
+import { Nesting } from "../contract/nesting"
 import { Api } from "./api"
 import { Sse } from "./sse"
 
@@ -242,7 +243,7 @@ export const decode = <S extends Schema.Codec<unknown, unknown>>(
   }
   const plain = options.plain?.(value)
   if (plain !== undefined) return { ok: true, value: plain }
-  const decoded = Schema.decodeUnknownExit(schema)(value, DECODE_OPTIONS)
+  const decoded = Schema.decodeUnknownExit(schema)(value, Nesting.describing(value, DECODE_OPTIONS))
   if (decoded._tag === "Success") return { ok: true, value: decoded.value as S["Type"] }
   const issue = decoded.cause.reasons.find((reason) => reason._tag === "Fail")
   const detail = issue !== undefined && Schema.isSchemaError(issue.error) ? describe(issue.error.issue) : "invalid"

@@ -201,12 +201,13 @@ export const resolve = (catalog: Registry.Catalog, call: Call): Internal.Record 
 /**
  * Decode: the input by the tool's input schema (the codec boundary, DESIGN §2 law 2). An input nested deeper than
  * Nesting.MAX_DEPTH is refused first, as every edge that parses JSON refuses it: no decoding, validator or tool
- * overflows its stack on it (an MCP client sends it already parsed).
+ * overflows its stack on it (an MCP client sends it already parsed). A wide one is described by its first problem
+ * (Nesting.describing).
  */
 export const decode = (call: Call, tool: Internal.Record): Effect.Effect<unknown, Schema.SchemaError> =>
   Nesting.tooDeep(call.input)
     ? Effect.fail(new Schema.SchemaError(new SchemaIssue.InvalidValue({ message: `the input holds ${Nesting.TOO_DEEP}` }, call.input)))
-    : Schema.decodeUnknownEffect(tool.inputJson)(call.input, Internal.INPUT_OPTIONS)
+    : Schema.decodeUnknownEffect(tool.inputJson)(call.input, Nesting.describing(call.input, Internal.INPUT_OPTIONS))
 
 /** The decoded input, or why it does not fit. */
 export const inputOf = (call: Call, tool: Internal.Record, exit: Exit.Exit<unknown, Schema.SchemaError>): unknown => {

@@ -4,6 +4,7 @@
 import { describe, expect, test } from "bun:test"
 import { Effect, Schema } from "effect"
 import { Registry } from "../../src/registry/registry"
+import { Nesting } from "../../src/contract/nesting"
 import { Hints } from "../../src/settlement/hints"
 import { Settler } from "../../src/settlement/settler"
 import * as Internal from "../../src/tool/internal"
@@ -88,6 +89,24 @@ describe("unknown input keys", () => {
     expect(message).toContain(`- … and ${unknown - 20} more issues like these`)
     expect(message.length).toBeLessThan(20_000)
   })
+})
+
+// A million unknown keys (9 MB, under the body's limit) held core serve's one thread for two seconds finding each,
+// then described twenty: past Nesting.MOST_DESCRIBED keys and items, the first problem alone is found.
+test("an input of a million unknown keys is refused by its first, without finding the rest", async () => {
+  const bash = tool(Schema.Struct({ command: Schema.String }))
+  const input: Record<string, unknown> = { command: "ls" }
+  for (let index = 0; index < 1_000_000; index++) input[`k${index}`] = 1
+  const wide = await settleOnce({ bash }, "bash", input)
+  expect(wide.error?.kind).toBe("invalid_input")
+  const message = wide.error?.message ?? ""
+  expect(message).toContain("k0")
+  expect(message.split("\n").filter((line) => line.startsWith("- ")).length).toBe(1)
+  expect(message).not.toContain("more issues")
+  // Every problem of a value just under the bound is still described, twenty named and the rest counted.
+  const narrow: Record<string, unknown> = { command: "ls" }
+  for (let index = 0; index < Nesting.MOST_DESCRIBED - 1; index++) narrow[`k${index}`] = 1
+  expect((await settleOnce({ bash }, "bash", narrow)).error?.message).toContain(`- … and ${Nesting.MOST_DESCRIBED - 21} more issues like these`)
 })
 
 describe("tool names other products use", () => {
