@@ -28,6 +28,23 @@ export const guardExit = (): void => {
 }
 
 /**
+ * Keeps stdout for what core prints (a settlement's JSON, `core tools --json`, serve's ready line): what the code core
+ * runs logs with `console.log`, `info`, `debug`, `dir` or `table` (a tool file, at import or in `execute`) goes to
+ * stderr, where it breaks no reader's JSON. Core's own output never goes through the console. A tool writing to
+ * `process.stdout` itself still reaches stdout (its stream is made only when used, which costs a command
+ * milliseconds, and Bun.write to stdout relies on it); `core mcp` sends that to stderr too.
+ */
+export const guardConsole = (): void => {
+  const error = console.error
+  const toStderr = (...values: Array<unknown>) => error(...values)
+  console.log = toStderr
+  console.info = toStderr
+  console.debug = toStderr
+  console.dir = (value: unknown) => error(Bun.inspect(value))
+  console.table = toStderr
+}
+
+/**
  * The exit code of what a command printed as it was interrupted: `core exec` prints the call's settlement as
  * recorded, which is not always a cancellation (a change the tool made in full as the signal came is a success).
  * Undefined: the command ends as cancelled (130).

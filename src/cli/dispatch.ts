@@ -143,6 +143,7 @@ const main = async (command: string, rest: ReadonlyArray<string>): Promise<numbe
 /** Runs `core COMMAND ARGS...` to its end, then exits the process with the command's exit code. */
 export const run = async ([command, ...rest]: ReadonlyArray<string>): Promise<never> => {
   Command.guardExit()
+  Command.guardConsole()
   const code = await main(command!, rest)
   // Exiting drops whatever stdout still holds: wait until the reader has taken every byte, however slow it is.
   const failure = await Command.drain()

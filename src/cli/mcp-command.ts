@@ -3,7 +3,6 @@ export * as McpCommand from "./mcp-command"
 // `core mcp`: serves one Location's tools to an MCP client over stdio. stdout carries JSON-RPC only; warnings and
 // notes about declined asks go to stderr. It runs until the client closes stdin (or SIGINT/SIGTERM).
 
-import { format } from "node:util"
 import { RootsListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
@@ -61,10 +60,7 @@ const OPTIONS = {
 const claimStdout = (): McpStdio.Output => {
   const stdout = process.stdout
   const write = stdout.write.bind(stdout)
-  const toStderr = (...values: Array<unknown>) => void process.stderr.write(`${format(...values)}\n`)
-  console.log = toStderr
-  console.info = toStderr
-  console.debug = toStderr
+  Command.guardConsole()
   process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write
   return { write: (chunk) => write(chunk), once: (event, listener) => stdout.once(event, listener) }
 }

@@ -5,7 +5,7 @@ import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { binary } from "../support/binary"
 import { echoTool } from "../support/tools"
-import { IMPORTS, sandbox } from "./fixture"
+import { core, exec, IMPORTS, sandbox, type Settlement } from "./fixture"
 
 const BYTES = 3_000_000
 
@@ -30,7 +30,39 @@ const throughSlowReader = async (env: Record<string, string>, args: ReadonlyArra
   return { code, stderr, stdout: await Bun.file(into).text() }
 }
 
+/** A tool file that logs with the console as it loads and as it runs. */
+const LOUD = `${IMPORTS}
+console.log("loud at import")
+console.info({ loud: "info" })
+console.table([{ loud: "table" }])
+export default Tool.make({
+  description: "Talks on stdout",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.sync(() => {
+    console.log("loud in execute")
+    console.dir({ loud: "dir" })
+    return "done"
+  }),
+})
+`
+
 describe("stdout", () => {
+  // A tool's console.log came before the settlement's JSON on stdout: every host parsing it failed.
+  test("holds only what core prints: what a tool file logs goes to stderr", async () => {
+    const box = sandbox({ "tools/loud.ts": LOUD })
+    const executed = await exec(box, "loud", {})
+    expect((JSON.parse(executed.stdout) as Settlement).content).toEqual([{ type: "text", text: "done" }])
+    for (const said of ["loud at import", "loud: \"info\"", "loud: \"table\"", "loud in execute", "loud: \"dir\""]) {
+      expect([said, executed.stderr.includes(said)]).toEqual([said, true])
+    }
+    const listed = await core(box, ["tools", "--json", "--location", box.location])
+    expect((JSON.parse(listed.stdout) as Array<{ name: string }>).map((definition) => definition.name)).toContain("loud")
+    const plain = await core(box, ["tools", "--location", box.location])
+    expect(plain.stdout).not.toContain("loud at import")
+    expect(plain.stdout).toContain("Talks on stdout")
+  }, 60_000)
+
   test("a multi-megabyte settlement arrives complete at a reader that waits before reading", async () => {
     const box = sandbox({
       "tools/big.ts": BIG,
