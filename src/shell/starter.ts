@@ -247,12 +247,17 @@ export const apply = (
 export const PROCESSES = 4096
 
 /**
- * Whether this process is in a user namespace other than the system's (its uid map is not the whole identity map):
- * then RLIMIT_NPROC counts only the processes of its user in that namespace.
+ * Whether this process is in the user namespace core's supervisor was started in (`unshare --user
+ * --map-current-user`: the one line mapping its own uid to itself), where RLIMIT_NPROC counts only the command's
+ * processes and its supervisor's. Not in a container's namespace (which maps ranges, or root), where it would count
+ * every process of the user there.
  */
 const ownUserNamespace = (): boolean => {
+  const uid = process.getuid?.()
+  if (uid === undefined || uid === 0) return false
   try {
-    return readFileSync("/proc/self/uid_map", "latin1").trim().split(/\s+/).join(" ") !== "0 0 4294967295"
+    const lines = readFileSync("/proc/self/uid_map", "latin1").trim().split("\n")
+    return lines.length === 1 && lines[0]!.trim().split(/\s+/).join(" ") === `${uid} ${uid} 1`
   } catch {
     return false
   }
