@@ -368,8 +368,9 @@ export const wrappedIndexes = (
     const value = words[index]!.value
     if (value === undefined) return ordered([...found, index])
     if (value === "--") {
-      // After `--` the next word (less the operands) is the command, whatever came before.
-      const after = index + 1 + operands
+      // After `--` the next word (less the operands) is the command, whatever came before; but a lone `-` where the
+      // wrapper reads it as an option (`env -- - cmd`).
+      const after = index + 1 + operands + (wrapper.flags.includes("-") && words[index + 1]?.value === "-" ? 1 : 0)
       return ordered(after < words.length ? [...found, after] : found)
     }
     if (wrapper.valued.includes(value)) {

@@ -152,7 +152,7 @@ const asRun = (words: ReadonlyArray<Word>): ReadonlyArray<Word> | undefined => {
   // A word bash brace-expands is the words it makes (`rm -r{f,} x` runs `rm -rf -r x`).
   const plain = run.flatMap((word): ReadonlyArray<Word> =>
     word.value === undefined
-      ? word.braces!.map((value) => ({ text: value, value, glob: false, tilde: value.startsWith("~") }))
+      ? word.braces!.map(({ value, glob }) => ({ text: value, value, glob, tilde: value.startsWith("~") }))
       : [{ ...word, text: word.value }],
   )
   return plain.length === words.length && plain.every((word, index) => word.text === words[index]!.text) ? undefined : plain

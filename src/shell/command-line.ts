@@ -307,6 +307,10 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
   addCommand(assignments, [name, ...rest], redirects, node.text, collector, feeds)
 }
 
+/** Whether the command runs another (a wrapper, `xargs`, `find -exec`, a shell's code): where each word lies matters. */
+const runsAnother = (words: ReadonlyArray<Word>): boolean =>
+  Arity.wrapperOf(words, words[0]!.value!) !== undefined || Runs.of(words).commands.length > 0
+
 /**
  * A simple command whose name is known (`words[0]`, a literal value), with its assignments and redirections: checked,
  * and what it runs besides itself read. `text` is the command as written.
@@ -323,10 +327,11 @@ const addCommand = (
   const rest = words.slice(1)
   const resource = textOf(assignments, words) + suffixOf(redirects, feeds)
   const within = collector.within
-  // A word bash brace-expands into more words than core lists, or into words holding expansions, is not known.
-  const unlisted = rest.find((word) => Words.expands(word) && word.braces === undefined)
-  if (unlisted !== undefined) {
-    collector.opaque.push({ resource: within ?? resource, reason: `bash expands the braces of ${unlisted.text} into words core does not list` })
+  // A word bash brace-expands into more words than core lists, or into words holding expansions, is not known; nor,
+  // under a program that runs another (`env -u ""{},git} push`: `env -u } git push`), is which word that one is.
+  const braced = rest.find((word) => Words.expands(word) && (word.braces === undefined || runsAnother(words)))
+  if (braced !== undefined) {
+    collector.opaque.push({ resource: within ?? resource, reason: `bash expands the braces of ${braced.text} into words core does not list` })
   }
   // A subcommand written as a pattern (`npm ru[n] x`) is whatever file name bash expands it to: not known.
   if (Object.hasOwn(Arity.TABLE, name.value!) && Arity.TABLE[name.value!]! > 1 && rest[0]?.glob === true) {

@@ -20,7 +20,13 @@ export interface Word {
    * Where bash brace-expands it (`-r{f,}` is `-rf -r`): the plain words it makes, in order, when each has a value and
    * there are at most MOST_BRACED of them; undefined otherwise (and for every word that does not brace-expand).
    */
-  readonly braces?: ReadonlyArray<string> | undefined
+  readonly braces?: ReadonlyArray<Braced> | undefined
+}
+
+/** One word brace expansion makes: its value, and whether an unquoted wildcard makes it a pattern. */
+export interface Braced {
+  readonly value: string
+  readonly glob: boolean
 }
 
 /** The characters that make an unquoted word a pattern. */
@@ -92,7 +98,8 @@ const literal = (node: Node): Literal | undefined => {
  */
 const braced = (text: string): boolean => {
   const unquoted = text.replace(/\\./gs, "__").replace(/'[^']*'|"(?:\\.|[^"\\])*"/gs, (quoted) => "_".repeat(quoted.length))
-  return /\{[^{},]*,[^{}]*\}/.test(unquoted) || sequence(unquoted)
+  // A `}` right after the `{` is text to bash (`x{},a}` is `x}` and `xa`).
+  return /\{\}?[^{},]*,[^{}]*\}/.test(unquoted) || sequence(unquoted)
 }
 
 /**
@@ -149,36 +156,51 @@ const sequenceOf = (body: string): Array<string> | undefined => {
   const parts = body.split("..")
   if (parts.length !== 2 && parts.length !== 3) return undefined
   const [from, to, by = "1"] = parts as [string, string, string?]
-  if (!/^[-+]?\d+$/.test(by)) return undefined
-  const step = Math.abs(Number(by)) || 1
-  const numbers = /^[-+]?\d+$/.test(from) && /^[-+]?\d+$/.test(to)
+  const integer = /^[-+]?\d+$/
+  if (!integer.test(by)) return undefined
+  const numbers = integer.test(from) && integer.test(to)
   const letters = /^[A-Za-z]$/.test(from) && /^[A-Za-z]$/.test(to)
   if (!numbers && !letters) return undefined
   const start = numbers ? Number(from) : from.charCodeAt(0)
   const end = numbers ? Number(to) : to.charCodeAt(0)
-  if (Math.abs(end - start) / step + 1 > MOST_BRACED) return undefined
-  // Zero-padded to the wider end where either is written with a leading zero (`{01..10}`).
-  const width = numbers && /^[-+]?0\d/.test(from + " " + to) ? Math.max(from.length, to.length) : 0
+  const step = Math.abs(Number(by)) || 1
+  // Past what a double holds exactly, the count is not known here: unknown (bash's own ends are 64-bit).
+  if (![start, end, step].every(Number.isSafeInteger)) return undefined
+  const count = Math.floor(Math.abs(end - start) / step) + 1
+  if (count > MOST_BRACED) return undefined
+  // As bash pads: to the width of an end written with a leading zero (`{01..10}`, `{1..010}`, `{-01..1}`).
+  const padded = (end: string) => (/^-?0\d/.test(end) ? end.length : 0)
+  const width = numbers ? Math.max(padded(from), padded(to)) : 0
   const made: Array<string> = []
-  for (let at = start; start <= end ? at <= end : at >= end; at += start <= end ? step : -step) {
+  for (let index = 0; index < count; index++) {
+    const at = start <= end ? start + index * step : start - index * step
     if (!numbers) made.push(String.fromCharCode(at))
     else made.push(at < 0 ? `-${String(-at).padStart(width - 1, "0")}` : String(at).padStart(width, "0"))
   }
   return made
 }
 
+/** The most unquoted `{` a word may hold for core to expand it (each may start a brace expression). */
+const MOST_OPENINGS = 64
+/** The most texts `expandBraces` looks through for one word, past which the word is unknown. */
+const MOST_STEPS = 2_048
+
 /**
  * The texts bash makes of `text` by brace expansion (`a{b,c}d` is `abd acd`; nested and sequence expressions too),
- * at most MOST_BRACED, or undefined where there would be more. A text with no brace expression is itself.
+ * at most MOST_BRACED, or undefined where there would be more, or where finding them would take more than
+ * `budget.steps` texts looked through. A text with no brace expression is itself.
  */
-const expandBraces = (text: string): Array<string> | undefined => {
+const expandBraces = (text: string, budget = { steps: MOST_STEPS }): Array<string> | undefined => {
+  if (--budget.steps < 0) return undefined
   const mask = literalMask(text)
   for (let open = 0; open < text.length; open++) {
     if (text[open] !== "{" || mask[open]) continue
     let depth = 0
     let close = -1
     const commas: Array<number> = []
-    for (let at = open + 1; at < text.length && close === -1; at++) {
+    // A `}` right after the `{` is text to bash (`x{},a}` is `x}` and `xa`).
+    const first = text[open + 1] === "}" && !mask[open + 1] ? open + 2 : open + 1
+    for (let at = first; at < text.length && close === -1; at++) {
       if (mask[at]) continue
       const char = text[at]
       if (char === "{") depth++
@@ -194,7 +216,7 @@ const expandBraces = (text: string): Array<string> | undefined => {
     if (alternatives === undefined) continue
     const made: Array<string> = []
     for (const alternative of alternatives) {
-      const more = expandBraces(text.slice(0, open) + alternative + text.slice(close + 1))
+      const more = expandBraces(text.slice(0, open) + alternative + text.slice(close + 1), budget)
       if (more === undefined || made.push(...more) > MOST_BRACED) return undefined
     }
     return made
@@ -202,9 +224,13 @@ const expandBraces = (text: string): Array<string> | undefined => {
   return [text]
 }
 
-/** The value of a word's text with no expansion left in it (quotes removed, escapes applied), or undefined. */
-const plainValue = (text: string): string | undefined => {
+/**
+ * The value of a word's text with no expansion left in it (quotes removed, escapes applied), and whether an unquoted
+ * `*`, `?` or `[` makes it a pattern; undefined where it holds an expansion.
+ */
+const plainValue = (text: string): Braced | undefined => {
   let value = ""
+  let glob = false
   for (let index = 0; index < text.length; index++) {
     const char = text[index]!
     if (char === "\\") {
@@ -222,20 +248,25 @@ const plainValue = (text: string): string | undefined => {
       if (end >= text.length || /[$`]/.test(inside)) return undefined
       value += unescapeDoubleQuoted(inside)
       index = end
-    } else if (char === "$" || char === "`" || GLOB.test(char)) return undefined
-    else value += char
+    } else if (char === "$" || char === "`") return undefined
+    else {
+      glob ||= GLOB.test(char)
+      value += char
+    }
   }
-  return value
+  return { value, glob }
 }
 
 /** The plain words bash makes of a word by brace expansion (Word.braces), or undefined. */
-const bracesOf = (text: string): ReadonlyArray<string> | undefined => {
+const bracesOf = (text: string): ReadonlyArray<Braced> | undefined => {
   if (text.length > MOST_BRACED_TEXT) return undefined
+  let openings = 0
+  for (const char of text) if (char === "{" && ++openings > MOST_OPENINGS) return undefined
   const texts = expandBraces(text)
   if (texts === undefined || (texts.length === 1 && texts[0] === text)) return undefined
   // An empty word left unquoted is no word to bash (`git {push,} x` is `git push x`).
   const values = texts.filter((made) => made !== "").map(plainValue)
-  return values.every((value) => value !== undefined) ? (values as Array<string>) : undefined
+  return values.every((value) => value !== undefined) ? (values as Array<Braced>) : undefined
 }
 
 /** Decodes a word node. */

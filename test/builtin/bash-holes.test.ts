@@ -75,6 +75,12 @@ const SUBSCRIPTS: ReadonlyArray<readonly [string, Expected]> = [
   ["a=(1); unset -v a[\\$\\(rm\\ v.txt\\)]", "asked"],
 ]
 
+/**
+ * Brace words that move what a wrapper runs: a `}` right after `{` is text to bash, so `""{},rm}` is the two words `}`
+ * and `rm` (`env -u } rm v.txt`). Asked: which word the wrapper runs is not known before bash expands them.
+ */
+const MOVED_BY_BRACES: ReadonlyArray<string> = ['env ""{}=1,rm} v.txt', 'env -u ""{},rm} v.txt']
+
 /** Under `"rm *": "deny"` and core's defaults (every command allowed), each of these runs `rm v.txt` somehow. */
 const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["X=1 rm v.txt", "denied"],
@@ -241,6 +247,8 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   // GNU env reads a lone `-` as `-i`, and runs what follows.
   ["env - rm v.txt", "denied"],
   ["env - A=1 rm v.txt", "denied"],
+  ["env -- - rm v.txt", "denied"],
+  ...MOVED_BY_BRACES.map((line) => [line, "asked"] as const),
   ...SUBSCRIPTS,
 ]
 
@@ -266,7 +274,7 @@ describe("a denied command cannot be run another way", () => {
 test("each line read apart runs rm under bash", () => {
   const shims = tempDir("core-holes-shims-")
   writeFileSync(join(shims, "rm"), '#!/bin/sh\necho "rm $*" >> "$RAN"\n', { mode: 0o755 })
-  for (const line of [...MISREAD, ...SUBSCRIPTS.map(([line]) => line)]) {
+  for (const line of [...MISREAD, ...SUBSCRIPTS.map(([line]) => line), ...MOVED_BY_BRACES]) {
     const ran = join(tempDir("core-holes-ran-"), "ran")
     Bun.spawnSync(["bash", "-c", `${line}\nwait`], { cwd: tempDir("core-holes-cwd-"), env: { PATH: `${shims}:/usr/bin:/bin`, RAN: ran }, stdout: "ignore", stderr: "ignore" })
     expect({ line, ran: existsSync(ran) ? readFileSync(ran, "utf8") : "" }).toEqual({ line, ran: expect.stringMatching(/^rm v\.txt( \]\])?\n$/) })
@@ -314,11 +322,19 @@ describe("a denied subcommand cannot be run spelled another way", () => {
 
   test("a word brace-expanded into words core lists runs as before; one past the list is asked", async () => {
     const box = harness({ rules: RULES })
-    const listed = await box.settle("bash", { command: "echo {a,b}{1..3} g{it,o}" })
-    expect([listed.settlement.status, listed.asks]).toEqual(["success", []])
-    const unlisted = await box.settle("bash", { command: "echo {1..1000}" })
-    expect(unlisted.asks.length).toBe(1)
-    expect(unlisted.settlement.status).not.toBe("success")
+    for (const command of ["echo {a,b}{1..3} g{it,o}", "echo *.{ts,js} {01..03}"]) {
+      const listed = await box.settle("bash", { command })
+      expect([command, listed.settlement.status, listed.asks]).toEqual([command, "success", []])
+    }
+    expect((await box.settle("bash", { command: "echo {01..03} {1..010} {a..c..2}" })).settlement.structured).toMatchObject({
+      stdout: "01 02 03 001 002 003 004 005 006 007 008 009 010 a c\n",
+    })
+    // Past the list, past what a double holds, or a word that would take long to expand: asked, at once.
+    const long = `echo ${"{".repeat(380)}${"{a,b}".repeat(8)}${"{1..1}".repeat(100)}`
+    for (const command of ["echo {1..1000}", "echo {9007199254740993..9007199254740993}", long]) {
+      const unlisted = await box.settle("bash", { command })
+      expect([command.slice(0, 40), unlisted.asks.length, unlisted.settlement.status]).toEqual([command.slice(0, 40), 1, "declined"])
+    }
   })
 
   test("other subcommands spelled so still run as before", async () => {
