@@ -9,7 +9,7 @@ export * as Starter from "./starter"
 // the call, whether or not core could give it a PID namespace. A spare supervisor readies its starter while it waits,
 // so the order pays neither start. Like the supervisor, it imports nothing heavy and never writes to stdout or stderr.
 
-import { lstatSync, readFileSync, writeFileSync } from "node:fs"
+import { lstatSync, writeFileSync } from "node:fs"
 import { Capabilities } from "./capabilities"
 import { Landlock } from "./landlock"
 import { Namespace } from "./namespace"
@@ -28,6 +28,11 @@ export const SANDBOX = "sandbox"
 export const COLD = "cold"
 /** An argument after the supervisor's pid: it is in its supervisor's PID namespace, and mounts that namespace's /proc. */
 export const PID = "pid"
+/**
+ * An argument after the supervisor's pid: core started the supervisor in a user namespace of its own (through
+ * `unshare --user`, where core is not root), in which the kernel counts the command's processes apart (PROCESSES).
+ */
+export const USERNS = "userns"
 /** An argument after the supervisor's pid, `deny=PORT,PORT`: core's own TCP ports, which the command may not connect to. */
 export const DENY = "deny="
 /**
@@ -45,6 +50,7 @@ export interface Flags {
   readonly pid: boolean
   readonly deny: ReadonlyArray<number>
   readonly rules?: boolean
+  readonly userns?: boolean
 }
 
 export const flags = (args: ReadonlyArray<string>): Flags => ({
@@ -54,6 +60,7 @@ export const flags = (args: ReadonlyArray<string>): Flags => ({
   pid: args.includes(PID),
   deny: ports(args),
   rules: args.includes(RULES),
+  userns: args.includes(USERNS),
 })
 
 /** Core's ports, and whether its ruleset for them was handed over. */
@@ -92,6 +99,7 @@ export const argv = (flags: Flags): ReadonlyArray<string> => [
   ...(flags.sandbox ? [SANDBOX] : []),
   ...(flags.cold ? [COLD] : []),
   ...(flags.pid ? [PID] : []),
+  ...(flags.userns === true ? [USERNS] : []),
   ...(flags.deny.length > 0 ? [`${DENY}${flags.deny.join(",")}`, ...(flags.rules === true ? [RULES] : [])] : []),
 ]
 
@@ -160,9 +168,9 @@ export const apply = (
   ports?: PortFlags,
 ): { readonly readOnly: boolean } | { readonly failed: string } => {
   if (order.grants === undefined && readied.prepared !== undefined) Landlock.discard(readied.prepared)
-  // A non-root core's command is in the user namespace its supervisor was started in, where the kernel counts its
+  // A non-root core's command is in the user namespace core started its supervisor in, where the kernel counts its
   // processes and threads apart from the user's others: there they are bounded (a fork bomb), for good.
-  if (ownUserNamespace()) {
+  if (ownNamespace) {
     const failed = Native.lowerLimit(Native.RLIMIT_NPROC, PROCESSES)
     if (failed !== 0) return { failed: `Could not bound the command's processes (errno ${failed})` }
   }
@@ -246,22 +254,8 @@ export const apply = (
  */
 export const PROCESSES = 4096
 
-/**
- * Whether this process is in the user namespace core's supervisor was started in (`unshare --user
- * --map-current-user`: the one line mapping its own uid to itself), where RLIMIT_NPROC counts only the command's
- * processes and its supervisor's. Not in a container's namespace (which maps ranges, or root), where it would count
- * every process of the user there.
- */
-const ownUserNamespace = (): boolean => {
-  const uid = process.getuid?.()
-  if (uid === undefined || uid === 0) return false
-  try {
-    const lines = readFileSync("/proc/self/uid_map", "latin1").trim().split("\n")
-    return lines.length === 1 && lines[0]!.trim().split(/\s+/).join(" ") === `${uid} ${uid} 1`
-  } catch {
-    return false
-  }
-}
+/** Whether core started this starter's supervisor in a user namespace of its own (USERNS), set as the starter starts. */
+let ownNamespace = false
 
 /** Who the entry at `path` is (`dev:ino`, not following a link), or undefined where there is none. */
 const identityOf = (path: string): string | undefined => {
@@ -360,8 +354,9 @@ const become = async (
  * with `pid`, the PID namespace's own /proc; unless `cold`, what a sandbox takes (`warmUp`). With `deny`, the layer
  * keeping the command off core's ports comes with the order, last (see `apply`).
  */
-export const main = async (supervisor: number, { isolate, sandbox, cold, pid, deny, rules }: Flags): Promise<never> => {
+export const main = async (supervisor: number, { isolate, sandbox, cold, pid, deny, rules, userns }: Flags): Promise<never> => {
   keepRules({ deny, rules })
+  ownNamespace = userns === true
   // Dies with its supervisor, the command it becomes too (the signal outlives the exec): nothing of a call is left
   // running once its supervisor is gone.
   Native.prctl(Native.PR_SET_PDEATHSIG, SIGKILL)

@@ -78,11 +78,13 @@ const launcher = (
   cold = false,
   rules = false,
   at?: number,
+  userns = false,
 ): ReadonlyArray<string> => [
   ...OwnExecutable.argv(join(import.meta.dir, "launch.ts"), at),
   Supervisor.LAUNCH,
   String(process.pid),
   ...(isolate ? [Supervisor.ISOLATE] : []),
+  ...(userns ? [Supervisor.USERNS] : []),
   ...(pid ? [Supervisor.PID] : []),
   ...(sandboxed ? [Supervisor.SANDBOX] : []),
   ...(cold ? [Supervisor.COLD] : []),
@@ -587,7 +589,7 @@ export const pool = (
     const executable = through.length > 0 ? OwnExecutable.descriptor() : undefined
     const extra = [...(rules === undefined ? [] : [rules]), ...(executable === undefined ? [] : [executable])]
     const at = executable === undefined ? undefined : 2 + extra.length
-    const argv = [...through, ...launcher(isolate, deny, pid, sandboxed, cold, rules !== undefined, at)]
+    const argv = [...through, ...launcher(isolate, deny, pid, sandboxed, cold, rules !== undefined, at, through.length > 0)]
     const spawned = spawnSupervisor(argv, pid, (message) => {
       if (message.kind === "ready") {
         // A spare's first message takes several tenths of a millisecond more to reach it than the next (the code

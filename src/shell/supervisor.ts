@@ -56,7 +56,11 @@ export interface Flags {
   readonly sandbox?: boolean
   readonly cold?: boolean
   readonly rules?: boolean
+  readonly userns?: boolean
 }
+
+/** An argument after core's pid: core started the supervisor in a user namespace of its own (Starter.USERNS). */
+export const USERNS = Starter.USERNS
 
 export const flags = (args: ReadonlyArray<string>): Flags => ({
   isolate: args.includes(ISOLATE),
@@ -65,6 +69,7 @@ export const flags = (args: ReadonlyArray<string>): Flags => ({
   cold: args.includes(COLD),
   deny: Starter.ports(args),
   rules: args.includes(RULES),
+  userns: args.includes(USERNS),
 })
 
 /** After SIGTERM, how long the processes get before SIGKILL (DESIGN §9). */
@@ -543,7 +548,7 @@ const dismiss = async (starter: Starting) => {
  */
 export const main = async (
   parent: number,
-  { isolate, deny, pid, sandbox = false, cold = false, rules = false }: Flags = { isolate: false, deny: [], pid: false },
+  { isolate, deny, pid, sandbox = false, cold = false, rules = false, userns = false }: Flags = { isolate: false, deny: [], pid: false },
 ): Promise<never> => {
   // What core handed over from descriptor 3 on (its ruleset for its ports, passed on to the starters as they start;
   // core's executable, where unshare started this one) reaches no command.
@@ -556,7 +561,7 @@ export const main = async (
    * so that its start overlaps this one's: it readies itself (its /proc, what every sandbox mounts).
    */
   let starter: Starting | undefined = sandbox
-    ? startStarter({ isolate, sandbox: !cold, cold, pid: pid && process.pid === 1, deny, rules }, "ignore")
+    ? startStarter({ isolate, sandbox: !cold, cold, pid: pid && process.pid === 1, deny, rules, userns }, "ignore")
     : undefined
   let expected: Expect | undefined
   // Core's ports are kept from the commands this process spawns itself: not a sandboxed spare's, as its starter
@@ -636,7 +641,7 @@ export const main = async (
     const fresh = () => {
       seal(inNamespace, parent)
       return startStarter(
-        { isolate, sandbox: false, cold: true, pid: false, deny: denied ? [] : deny, rules },
+        { isolate, sandbox: false, cold: true, pid: false, deny: denied ? [] : deny, rules, userns },
         order.stdinPipe === true ? "inherit" : "ignore",
       )
     }
