@@ -56,4 +56,3 @@ export const wide = (value: unknown): boolean => {
 /** Schema decoding options `options` reporting the first problem only where `value` is wide. */
 export const describing = <O extends { readonly errors?: "all" | "first" }>(value: unknown, options: O): O =>
   wide(value) ? { ...options, errors: "first" } : options
-

@@ -607,15 +607,6 @@ const HOLDS_LINES: ReadonlySet<string> = new Set([
 const HEREDOC_WORD = /^(?:([A-Za-z0-9_.-]+)|'([A-Za-z0-9_.-]+)'|"([A-Za-z0-9_.-]+)"|\\([A-Za-z0-9_.-]+))$/
 
 /**
- * Where the grammar and bash read a line apart, so that a command bash runs is not among those found: a heredoc
- * whose end word bash takes otherwise (`<<E''` ends at the line `E`, where the grammar waits for `E''` and reads
- * what lies between as text), as `unparsed`; a command substitution the grammar left as text (backquotes in a
- * `${…}` or an unquoted heredoc, `$(…)` in a heredoc whose lines are indented), or a backquoted one holding a
- * backslash (bash reads `\`` in it as another substitution), as the reason the line is opaque. Every `$(` and
- * backquote in the text must be a substitution the grammar read, or lie where bash reads it as text: in single
- * quotes, a comment, a quoted heredoc, or after a backslash.
- */
-/**
  * Whether two of a command's or an array's words have nothing between them, which bash reads as one word: the
  * grammar read it apart (`read a[\$\(rm\ x\)]` is `a[` and `\$\(rm\ x\)]` to it, `(['b[$(rm x)]']=1)` two
  * elements), where bash evaluates a subscript whole.
@@ -625,6 +616,15 @@ const touching = (node: Node): boolean => {
   return parts.some((part, index) => index > 0 && part.startIndex === parts[index - 1]!.endIndex)
 }
 
+/**
+ * Where the grammar and bash read a line apart, so that a command bash runs is not among those found: a heredoc
+ * whose end word bash takes otherwise (`<<E''` ends at the line `E`, where the grammar waits for `E''` and reads
+ * what lies between as text), as `unparsed`; a command substitution the grammar left as text (backquotes in a
+ * `${…}` or an unquoted heredoc, `$(…)` in a heredoc whose lines are indented), or a backquoted one holding a
+ * backslash (bash reads `\`` in it as another substitution), as the reason the line is opaque. Every `$(` and
+ * backquote in the text must be a substitution the grammar read, or lie where bash reads it as text: in single
+ * quotes, a comment, a quoted heredoc, or after a backslash.
+ */
 const misread = (root: Node, text: string): { readonly unparsed?: string; readonly opaque?: string } => {
   const escaped = (at: number) => {
     let backslashes = 0
