@@ -81,10 +81,16 @@ const fit = (text: string, width: number): string => {
 
 /** The input on one line, cut to `width` columns (every character a terminal acts on escaped). */
 const shortInput = (entry: Recorded.Entry, width: number): string =>
-  fit(
-    Terminal.inline(typeof entry.input === "string" && entry.inputTruncated ? entry.input : JSON.stringify(entry.input)),
-    width,
-  )
+  // JSON text (a recorded input cut short is the start of one): a line or paragraph separator in it is escaped as
+  // every other character a terminal acts on, not shown as a space (`rm\u2028-rf` is no `rm -rf`).
+  fit(Terminal.json(typeof entry.input === "string" && entry.inputTruncated ? entry.input : JSON.stringify(entry.input)), width)
+
+/**
+ * The most columns a tool name, agent or call id takes: a longer one is cut ("…"), so that one call's long name
+ * (a model's text: kept up to CallKey.MAX_NAME characters) or id cannot widen every row of the table with it.
+ * `--json` gives them whole.
+ */
+const MAX_CELL = 72
 
 /**
  * A tool name or call id as its cell shows it (both come from clients): as it is when it is plain (PLAIN), else
@@ -92,7 +98,7 @@ const shortInput = (entry: Recorded.Entry, width: number): string =>
  * the terminal. A space would let a name show the cells of a row of its own (`read   build success ...`), and one at
  * its end hide behind the padding (`read ` shown as `read`); an empty one would shift the row.
  */
-const cell = (text: string): string => (PLAIN.test(text) ? text : Terminal.quoted(text))
+const cell = (text: string): string => fit(PLAIN.test(text) ? text : Terminal.quoted(text), MAX_CELL)
 
 /**
  * A cell shown as it is: visible ASCII, letters and digits only. Anything else (a space of any kind, a blank that

@@ -67,18 +67,62 @@ export const problemOf = (name: string, id: string): string | undefined => {
 }
 
 /**
+ * The most characters of the tool name a call asked for that are kept as they are. A registered name has at most 64
+ * (law 4), so a longer one names no tool; it is a model's text, of any length, and is kept (in the call's record, the
+ * log lines, the spans, `core log`) as `named` makes it.
+ */
+export const MAX_NAME = 256
+
+/**
+ * The tool name `name` is kept and answered under: `name` itself when it has at most MAX_NAME characters, else its
+ * first ones with its length and its SHA-256, so that two long names stay two (a retry of one under the other's ids
+ * is a conflict, as for any two names) and neither grows the store or a log by its megabytes.
+ */
+export const named = (name: string): string => {
+  if (name.length <= MAX_NAME) return name
+  // Not cut between the two halves of a character.
+  const end = MAX_NAME - 64 - (/[\ud800-\udbff]/.test(name[MAX_NAME - 65]!) ? 1 : 0)
+  const digest = new Bun.CryptoHasher("sha256").update(name).digest("hex")
+  return `${name.slice(0, end)}…(${name.length} characters, sha256 ${digest.slice(0, 16)})`
+}
+
+/**
  * Why a call's ids cannot be kept apart from another call's, or undefined when they can: an id that is not
  * well-formed Unicode (a lone surrogate, as JSON's `"\ud800"` makes) is stored as UTF-8 with U+FFFD in its place,
  * so `"a\ud800"` and `"a\udfff"` would be one call, and the second answered the first's settlement; an id holding
  * a NUL character cannot be kept by every store (Postgres refuses it in text), so none takes it; and `.` or `..`
  * could be recorded but never named by the routes that find a call by its ids.
  */
-export const malformed = (ids: Ids & { readonly assistantMessageID?: string }): string | undefined => {
-  // Checked on every settle: six calls, no allocation, unless one is malformed.
-  if (keepable(ids.sessionID) && keepable(ids.toolCallID) && (ids.assistantMessageID === undefined || keepable(ids.assistantMessageID))) return undefined
+export const malformed = (ids: Ids & { readonly assistantMessageID?: string; readonly name?: string }): string | undefined => {
+  // Checked on every settle: eight calls, no allocation, unless one is malformed.
+  if (
+    keepable(ids.sessionID) &&
+    keepable(ids.toolCallID) &&
+    (ids.assistantMessageID === undefined || keepable(ids.assistantMessageID)) &&
+    (ids.name === undefined || wholeText(ids.name))
+  ) {
+    return undefined
+  }
   return (
     problemOf("sessionID", ids.sessionID) ??
     problemOf("toolCallID", ids.toolCallID) ??
-    (ids.assistantMessageID === undefined ? undefined : problemOf("assistantMessageID", ids.assistantMessageID))
+    (ids.assistantMessageID === undefined ? undefined : problemOf("assistantMessageID", ids.assistantMessageID)) ??
+    (ids.name === undefined ? undefined : nameProblem(ids.name))
   )
+}
+
+/** Whether every store keeps `text` as it is: whole characters (no lone surrogate) and no NUL. */
+const wholeText = (text: string): boolean => text.isWellFormed() && !text.includes("\u0000")
+
+/**
+ * Why a tool name cannot be kept as the name a call asked for (the store keeps it with the call, and compares a
+ * retry's with it): a NUL, which Postgres refuses in text, or a lone surrogate, which a store keeps as U+FFFD, so that
+ * the retry would be another tool's call (a conflict) where it should be answered the record.
+ */
+const nameProblem = (name: string): string | undefined => {
+  if (wholeText(name)) return undefined
+  const shown = `The tool name ${JSON.stringify(named(name))}`
+  return name.includes("\u0000")
+    ? `${shown} holds a NUL character (U+0000), which no tool's name has and the settlement stores cannot keep. Call a tool by its name.`
+    : `${shown} is not well-formed Unicode (it holds a lone surrogate), which no tool's name is. Call a tool by its name.`
 }

@@ -384,12 +384,15 @@ const settleThrough = (
   // Untraced unless a tracer that keeps spans is installed: settle is the per-call hot path, where a span costs
   // about as much as the pipeline (bench/trace.ts). Uninterruptible as the fiber path's own steps are, the
   // caller's interruptibility restored for the fiber path and while a tool runs.
-  (call: Steps.Call, options?: Steps.Options): Effect.Effect<Steps.Settled, Steps.OperationalError> =>
+  (asked: Steps.Call, options?: Steps.Options): Effect.Effect<Steps.Settled, Steps.OperationalError> =>
     Effect.uninterruptibleMask((restore) =>
       Effect.withFiber((fiber) => {
         // Every edge refuses such ids; here too, since a record kept under one would answer another call (law 12).
-        const malformed = CallKey.malformed(call)
+        const malformed = CallKey.malformed(asked)
         if (malformed !== undefined) return Effect.fail(new Steps.OperationalError({ message: malformed, cause: undefined }))
+        // A name longer than any tool's is settled (as unknown) and kept under its bounded form, from here on.
+        const name = CallKey.named(asked.name)
+        const call = name === asked.name ? asked : { ...asked, name }
         const key = CallKey.of(services.location, call)
         const inFlight = running.get(key)
         if (inFlight !== undefined) {

@@ -169,9 +169,6 @@ export const recordFailed = (call: Call) => operational(`Could not record the se
 
 // Admission: everything before the tool runs.
 
-/** The most characters of an unknown tool's name quoted back. */
-const MAX_SHOWN_NAME = 200
-
 /** Resolve: the tool the turn's catalog captured for the call's name, or why there is none. */
 export const resolve = (catalog: Registry.Catalog, call: Call): Internal.Record | Refused => {
   const resolution = catalog.resolve(call.name)
@@ -183,9 +180,9 @@ export const resolve = (catalog: Registry.Catalog, call: Call): Internal.Record 
         : resolution.suggestions.length === 0
           ? " Use one of the tools you were offered."
           : ` Did you mean ${resolution.suggestions.map((name) => `"${name}"`).join(", ")}?`
-    // Quoted back cut: a name is a model's text, of any length (megabytes went back whole, into its context).
-    const shown = call.name.length > MAX_SHOWN_NAME ? `${call.name.slice(0, MAX_SHOWN_NAME)}…` : call.name
-    return refused(call, "unknown", `Unknown tool "${shown}"; nothing ran.${hint}`)
+    // The name as the settler keeps it: a longer one than any tool's is cut (CallKey.named), so that a model's
+    // megabytes of name do not go back whole into its context.
+    return refused(call, "unknown", `Unknown tool "${call.name}"; nothing ran.${hint}`)
   }
   if (resolution._tag === "Stale") {
     return refused(

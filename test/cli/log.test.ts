@@ -117,8 +117,32 @@ describe("core log", () => {
     expect(result.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/)
     // Its input cell, cut to the width left beside the long call id above, starts with the first one escaped.
     expect(lines[3]).toMatch(/call_bidi +\{"filePath":"\\u/)
-    expect(lines[1]).toContain(String.raw`"c\nTIME (UTC)           TOOL  STATUS   FAKE\u001b[2J\u001b]0;pwn\u0007\u009b31m\u202e"`)
+    // Quoted, and cut to the widest a cell is shown (the escapes make it longer).
+    expect(lines[1]).toContain(String.raw`"c\nTIME (UTC)           TOOL  STATUS   FAKE\u001b[2J\u001b]0;pwn\u0007` + "…")
     expect(lines[2]).toContain(String.raw`"bad\u001b[31mtool\nX"`)
+  })
+
+  // A tool name is a model's text: one call named with 100,000 characters was kept whole and widened every row of
+  // the table to it (a 5 MB name made 101 rows 505 MB). A name longer than any tool's is kept bounded, and no cell
+  // is shown wider than 72 columns; an input's line separator is escaped, not shown as a space.
+  test("a long tool name or call id widens no row; an input's line and paragraph separators show escaped", async () => {
+    const long = sandbox()
+    await exec(long, "n".repeat(100_000), {}, ["--session", "ses_l", "--call", "call_long_name"])
+    await exec(long, "list", {}, ["--session", "ses_l", "--call", "i".repeat(4_000)])
+    for (let index = 0; index < 3; index++) await exec(long, "list", {}, ["--session", "ses_l", "--call", `call_${index}`])
+    const result = await core(long, ["log", "--location", long.location])
+    expect(result).toMatchObject({ code: 0, stderr: "" })
+    const lines = result.stdout.trimEnd().split("\n")
+    expect(lines).toHaveLength(6)
+    expect(lines[1]).toMatch(/ "n{70}… /)
+    expect(lines[2]).toMatch(/ i{71}… /)
+    for (const line of lines) expect(Bun.stringWidth(line)).toBeLessThanOrEqual(300)
+    const [named] = await list(long, ["--location", long.location, "--session", "ses_l"])
+    expect(named!.tool).toMatch(/^n{192}…\(100000 characters, sha256 [0-9a-f]{16}\)$/)
+    const separated = sandbox()
+    await exec(separated, "list", { path: "rm\u2028-rf\u2029x" }, ["--session", "ses_l", "--call", "call_sep"])
+    const shown = await core(separated, ["log", "--location", separated.location])
+    expect(shown.stdout).toContain(String.raw`{"path":"rm\u2028-rf\u2029x"}`)
   })
 
   // A tool name with spaces would show a row's cells of its own (a success where the call was unknown), and one with

@@ -51,6 +51,30 @@ describe("core mcp: refused requests", () => {
   })
 })
 
+// A tool name is kept with its call's record: one no store keeps as it is was an internal error on Postgres (a NUL),
+// or kept as U+FFFD there, so that the same call sent again was a conflict with another tool (a lone surrogate).
+describe("core mcp: a tool name no store keeps as it is", () => {
+  test("a NUL or a lone surrogate is invalid params, the same each time; a long name settles unknown, kept bounded", async () => {
+    const client = await connectStdio(sandbox(), open)
+    for (const name of ["to\u0000ol", "to\ud800ol"]) {
+      for (const attempt of [1, 2]) {
+        const refused = await refusal(client, "tools/call", { name, arguments: {}, _meta: { sessionID: "s", toolCallID: "c" } })
+        expect([attempt, refused.code]).toEqual([attempt, ErrorCode.InvalidParams])
+        expect(refused.message).toContain(name.includes("\u0000") ? "holds a NUL character" : "is not well-formed Unicode")
+      }
+    }
+    const long = await client.callTool({ name: "r".repeat(1_000_000), arguments: {}, _meta: { sessionID: "s", toolCallID: "long" } })
+    expect(long.isError).toBe(true)
+    expect(long.content).toEqual([
+      {
+        type: "text",
+        text: expect.stringMatching(/^Unknown tool "r{192}…\(1000000 characters, sha256 [0-9a-f]{16}\)"; nothing ran\./),
+      },
+    ])
+    expect(JSON.stringify(long).length).toBeLessThan(3_000)
+  })
+})
+
 // `core exec` and the HTTP API refuse a NUL character in a call's input before anything runs or is recorded; over
 // MCP the tool ran with it (a write made the file).
 describe("core mcp: a NUL character in a call's input", () => {

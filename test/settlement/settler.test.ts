@@ -503,9 +503,12 @@ for (const path of Kernel.PATHS) {
               weather: Tool.make({ description: "w", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("") }),
             })
             const settlement = yield* settleOnce("q".repeat(9_000_000), {})
+            const digest = new Bun.CryptoHasher("sha256").update("q".repeat(9_000_000)).digest("hex").slice(0, 16)
+            const kept = `${"q".repeat(192)}…(9000000 characters, sha256 ${digest})`
+            expect(settlement.tool).toBe(kept)
             expect(settlement.error).toEqual({
               kind: "unknown",
-              message: `Unknown tool "${"q".repeat(200)}…"; nothing ran. Use one of the tools you were offered.`,
+              message: `Unknown tool "${kept}"; nothing ran. Use one of the tools you were offered.`,
             })
           }),
         ))
