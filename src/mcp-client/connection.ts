@@ -26,6 +26,7 @@ import { McpClientHttp } from "./mcp-client-http"
 import { McpSdk } from "./mcp-sdk"
 import { SchemaCost } from "./schema-cost"
 import { McpClientStdio } from "./mcp-client-stdio"
+import { Secrets } from "./secrets"
 
 /** How long one request to a server (connecting, listing, a call) may take unless `timeoutMs` says otherwise. */
 export const DEFAULT_TIMEOUT_MS = 60_000
@@ -205,6 +206,8 @@ export class Server {
   readonly name: string
   private readonly options: Options
   private readonly timeoutMs: number
+  /** The values core.json gives the server (env, headers) as it may quote them: what core says from it shows none. */
+  private readonly spellings: ReadonlyArray<string>
   private status: Status = "idle"
   private error: string | undefined
   private failedAt = 0
@@ -228,6 +231,7 @@ export class Server {
     this.options = options
     this.name = options.entry.name
     this.timeoutMs = options.entry.server.timeoutMs ?? DEFAULT_TIMEOUT_MS
+    this.spellings = Secrets.spellingsOf(options.entry.server)
   }
 
   state(): State {
@@ -604,7 +608,7 @@ export class Server {
               const total = progress.total === undefined ? "" : `/${progress.total}`
               Effect.runFork(
                 context.progress({
-                  message: progress.message ?? `${progress.progress}${total}`,
+                  message: progress.message === undefined ? `${progress.progress}${total}` : Secrets.redact(progress.message, this.spellings),
                   metadata: { progress: progress.progress, ...(progress.total === undefined ? {} : { total: progress.total }) },
                 }),
               )
@@ -637,7 +641,8 @@ export class Server {
         new Tool.Failure({ message: `MCP server "${this.name}" answered ${name} with ${Nesting.TOO_DEEP}, which core does not read.` }),
       )
     }
-    if (output.isError === true) return Effect.fail(new Tool.Failure({ message: McpContent.text(output) }))
+    // The error channel MCP gives a tool: a server's words, which may quote what core.json gave it.
+    if (output.isError === true) return Effect.fail(new Tool.Failure({ message: Secrets.redact(McpContent.text(output), this.spellings) }))
     return Effect.succeed(
       output.structuredContent === undefined
         ? { content: output.content }
@@ -662,8 +667,15 @@ export class Server {
     }
   }
 
-  /** What went wrong with a request, in words a model (or a person) can act on. */
+  /**
+   * What went wrong with a request, in words a model (or a person) can act on: what the server or its transport said
+   * may quote what core.json gave it (an error echoing the token it was sent), shown as `[redacted]`.
+   */
   private describe(cause: unknown, doing: string, name?: string, named = true): string {
+    return Secrets.redact(this.described(cause, doing, name, named), this.spellings)
+  }
+
+  private described(cause: unknown, doing: string, name: string | undefined, named: boolean): string {
     // Without the server's name for its state, where the name is said beside it.
     const server = named ? `MCP server "${this.name}"` : "the server"
     if (cause instanceof Unavailable) return `${server} is not available (${cause.reason}); nothing ran. It is tried again on the next call.`
@@ -704,7 +716,7 @@ export class Server {
       return `${server} answered in a form core cannot read while ${doing} (not valid JSON-RPC: ${malformed}); the tool may have run there.`
     }
     // The server's own words, which may quote its configuration.
-    if (cause instanceof McpError) return `${server} answered with an error while ${doing}: ${this.process?.redact(cause.message) ?? cause.message}`
+    if (cause instanceof McpError) return `${server} answered with an error while ${doing}: ${cause.message}`
     if (cause instanceof StreamableHTTPError && cause.code !== undefined) {
       return `${server} answered HTTP ${cause.code} while ${doing}: ${cause.message}`
     }

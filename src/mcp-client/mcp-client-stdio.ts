@@ -13,6 +13,7 @@ import { JsonRpc } from "./json-rpc"
 import { ServerLaunch } from "./server-launch"
 import { McpSdk } from "./mcp-sdk"
 import { Supervised } from "../shell/supervised"
+import { Secrets } from "./secrets"
 
 /** How long a server gets to exit after SIGTERM when its connection closes. */
 export const GRACE_MS = 1000
@@ -88,24 +89,6 @@ const supervised = async (options: Options, launch: ServerLaunch.Launch): Promis
   }
 }
 
-/** The shortest value of core.json's `env` for a server taken for a secret: shorter ones (`1`, `true`) are settings. */
-const MIN_SECRET_CHARS = 6
-
-/** Each of `secrets` as a server may write it: as it is, JSON-escaped, percent-encoded and in base64. */
-const spellingsOf = (secrets: ReadonlyArray<string>): ReadonlyArray<string> =>
-  [
-    ...new Set(
-      secrets.flatMap((secret) => {
-        const base64 = Buffer.from(secret).toString("base64")
-        return [secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret), base64, base64.replace(/=+$/, "")]
-      }),
-    ),
-  ].sort((a, b) => b.length - a.length)
-
-/** `text` with every spelling of `secrets` (spellingsOf) shown as `[redacted]`. */
-const redacted = (text: string, spellings: ReadonlyArray<string>): string =>
-  spellings.reduce((shown, secret) => shown.replaceAll(secret, "[redacted]"), text)
-
 /**
  * The last of a server's stderr, said in a failure a model reads: every value core.json's `env` gave the server
  * (tokens, mostly) in any of its spellings shown as `[redacted]` (a server that logs its configuration, or crashes
@@ -115,7 +98,7 @@ const redacted = (text: string, spellings: ReadonlyArray<string>): string =>
 const stderrTail = (chunks: Array<Uint8Array>, spellings: ReadonlyArray<string>, partial: boolean): string => {
   let text = Buffer.concat(chunks).toString("utf8")
   if (partial) text = text.slice(text.indexOf("\n") + 1)
-  text = redacted(text.trim(), spellings)
+  text = Secrets.redact(text.trim(), spellings)
   if (text.length <= STDERR_TAIL_BYTES) return partial ? `…${text}` : text
   const tail = text.slice(-STDERR_TAIL_BYTES)
   const line = tail.indexOf("\n")
@@ -144,7 +127,7 @@ export class Process implements Transport {
   private stderrPartial = false
   private closed = false
 
-  /** `spellings`: the values core.json's `env` gave the server (spellingsOf), kept out of what core says of it. */
+  /** `spellings`: the values core.json's `env` gave the server (Secrets.spellingsOf), kept out of its stderr. */
   private constructor(
     child: Child,
     private readonly spellings: ReadonlyArray<string>,
@@ -162,8 +145,7 @@ export class Process implements Transport {
     const launch = ServerLaunch.resolve(options.command, options.location, env)
     if ("code" in launch) return new SpawnFailure(launch.code, launch.message)
     const child = await supervised(options, launch)
-    const secrets = Object.values(options.env ?? {}).filter((value) => value.length >= MIN_SECRET_CHARS)
-    return child instanceof SpawnFailure ? child : new Process(child, spellingsOf(secrets))
+    return child instanceof SpawnFailure ? child : new Process(child, Secrets.spellingsOf({ env: options.env ?? {} }))
   }
 
   async start(): Promise<void> {
@@ -265,11 +247,6 @@ export class Process implements Transport {
     }
     await this.child.end()
     this.finish()
-  }
-
-  /** `text` (a server's words core quotes to a model) with the values core.json's `env` gave it as `[redacted]`. */
-  redact(text: string): string {
-    return redacted(text, this.spellings)
   }
 
   /** How the process ended, in words, for a failure or the server's state. */

@@ -198,8 +198,18 @@ if (mode === "mute") {
         }
         process.stderr.write("fixture: crashing on purpose\n")
         process.exit(7)
-      case "fail":
-        return { ...text("the fixture refuses"), isError: true }
+      case "fail": {
+        // An error result and a progress message quoting its configuration (FIXTURE_TOKEN, given by core.json's env).
+        const token = process.env.FIXTURE_TOKEN
+        if (token === undefined) return { ...text("the fixture refuses"), isError: true }
+        const progressToken = request.params._meta?.progressToken
+        if (progressToken !== undefined) {
+          await extra.sendNotification({ method: "notifications/progress", params: { progressToken, progress: 1, message: `sending ${token}` } })
+          // Given time to be passed on before the call ends (a call's progress after its end is not).
+          await Bun.sleep(200)
+        }
+        return { ...text(`the fixture refuses: 401 for token ${token}`), isError: true }
+      }
       case "media":
         return {
           content: [

@@ -181,24 +181,43 @@ describe("core as an MCP client over streamable HTTP", () => {
     server.registerTool("whoami", { description: "Says hello", inputSchema: {} }, async () => ({
       content: [{ type: "text", text: "hello, token holder" }],
     }))
+    // A server quoting the credentials it was sent, in an error result and in a refusal: the model read them.
+    server.registerTool("quote", { description: "Quotes the request's credentials", inputSchema: {} }, async (_input, extra) => ({
+      content: [{ type: "text", text: `upstream refused ${String(extra.requestInfo?.headers.authorization)}` }],
+      isError: true,
+    }))
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => crypto.randomUUID() })
     await server.connect(transport)
     const http = Bun.serve({
       hostname: "127.0.0.1",
       port: 0,
       fetch: (request) =>
-        request.headers.get("authorization") === "Bearer secret"
+        request.headers.get("authorization") === "Bearer secret-token-42"
           ? transport.handleRequest(request)
-          : new Response("unauthorized", { status: 401 }),
+          : new Response(`unauthorized: ${request.headers.get("authorization")}`, { status: 401 }),
     })
     const url = `http://127.0.0.1:${http.port}/mcp`
     try {
       const allowed = { "web_*": "allow" }
       const granted = await withLocation(
-        { mcp: { web: { url, headers: { Authorization: "Bearer secret" } } }, permission: allowed },
-        () => Effect.flatMap(turn, (current) => settle(current, "web_whoami", {})),
+        { mcp: { web: { url, headers: { Authorization: "Bearer secret-token-42" } } }, permission: allowed },
+        () =>
+          Effect.gen(function* () {
+            const current = yield* turn
+            return { whoami: yield* settle(current, "web_whoami", {}), quote: yield* settle(current, "web_quote", {}) }
+          }),
       )
-      expect(textOf(granted.settlement)).toBe("hello, token holder")
+      expect(textOf(granted.whoami.settlement)).toBe("hello, token holder")
+      expect(granted.quote.settlement.error?.message).toBe("upstream refused [redacted]")
+      const wrong = await withLocation({ mcp: { web: { url, headers: { Authorization: "Bearer wrong-token-7" } } }, permission: allowed }, () =>
+        Effect.gen(function* () {
+          yield* turn
+          return yield* stateOf
+        }),
+      )
+      expect(wrong.status).toBe("failed")
+      expect(wrong.error).toContain("unauthorized: [redacted]")
+      expect(wrong.error).not.toContain("wrong-token-7")
       const refused = await withLocation({ mcp: { web: { url } }, permission: allowed }, () =>
         Effect.gen(function* () {
           const current = yield* turn
@@ -599,7 +618,12 @@ describe("core as an MCP client: results and failures", () => {
     expect(split).not.toContain("rejected")
     const erred = (await run({}, "fix_throws")).settlement.error?.message ?? ""
     expect(erred).toContain("boom: upstream refused [redacted]")
-    for (const message of [crashed, split, erred]) for (const spelling of spellings) expect(message).not.toContain(spelling)
+    // An error result (isError, MCP's error channel for a tool) and a progress message quoted it as well.
+    const failed = await run({}, "fix_fail")
+    const refused = failed.settlement.error?.message ?? ""
+    expect(refused).toBe("the fixture refuses: 401 for token [redacted]")
+    expect(failed.progress).toEqual(["sending [redacted]"])
+    for (const message of [crashed, split, erred, refused, ...failed.progress]) for (const spelling of spellings) expect(message).not.toContain(spelling)
   }, 60_000)
 
   test("a server that crashes mid-call is a failure saying how it ended; the next call starts it again", async () => {
