@@ -89,11 +89,11 @@ export const run = (args: ReadonlyArray<string>) =>
     if (provider !== undefined) return yield* usage(`--provider checks the whole Location; it takes no NAME ("${name}")`)
     if (extra.length > 0) return yield* usage(`unexpected argument "${extra[0]}"`)
     const input = yield* ExecCommand.readInput("check", values.input)
-    // No tool takes a NUL character or half of a character: the call would be refused as invalid input before any
+    // No tool takes a NUL character, half of a character or a number past JSON's: the call would be refused as invalid input before any
     // check, as exec and the HTTP check refuse it.
-    const bad = Json.findBadText(input)
+    const bad = Json.findBadValue(input)
     if (bad !== undefined) {
-      return yield* new Command.Exit({ code: Command.EXIT.modelError, message: `invalid input for ${name}: ${Json.describeBadText(bad)}` })
+      return yield* new Command.Exit({ code: Command.EXIT.modelError, message: `invalid input for ${name}: ${Json.describeBadValue(bad)}` })
     }
     const environment = Host.environment()
     const prepared = yield* Runtime.prepare("check", environment, values.location)

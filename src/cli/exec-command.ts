@@ -27,7 +27,7 @@ import { InputText } from "./input-text"
 import { Runtime } from "./runtime"
 import type { Tool } from "../tool/tool"
 import { Host } from "../host/host"
-import { BadText } from "../host/bad-text"
+import { BadValue } from "../host/bad-value"
 import { CallKey } from "../contract/call-key"
 import { Retention } from "../host/retention"
 import { ReplayNote } from "./replay-note"
@@ -140,7 +140,7 @@ export const run = (args: ReadonlyArray<string>) =>
     const input = yield* readInput("exec", values.input)
     // No tool takes a NUL character or half of a character; the call is refused as invalid input before anything
     // loads, runs or is recorded.
-    const refused = BadText.refusal(name, values.call ?? `call_${crypto.randomUUID()}`, input)
+    const refused = BadValue.refusal(name, values.call ?? `call_${crypto.randomUUID()}`, input)
     if (refused !== undefined) {
       Command.stdout(`${Terminal.pretty(refused)}\n`)
       return Command.EXIT.modelError

@@ -468,7 +468,7 @@ export const run = async (args: ReadonlyArray<string>): Promise<number | undefin
   const parsed = Json.parseStrict(given.text)
   if (!parsed.ok) return undefined
   const input = parsed.value
-  if (typeof input !== "object" || input === null || Array.isArray(input) || Json.findBadText(input) !== undefined) return undefined
+  if (typeof input !== "object" || input === null || Array.isArray(input) || Json.findBadValue(input) !== undefined) return undefined
   for (const sidecar of found) {
     let turnID: string | undefined
     try {

@@ -114,12 +114,16 @@ export const parseStrict = (text: string): Parsed => {
   return { ok: true, value }
 }
 
-/** A string no tool takes: one holding a NUL character, or half of a character (a lone UTF-16 surrogate). */
-export interface BadText {
+/**
+ * A value no tool takes: a string holding a NUL character or half of a character (a lone UTF-16 surrogate), or a
+ * number JSON cannot carry (`1e400` is parsed as Infinity, which JSON.stringify writes as `null`: a tool checked
+ * against its schema with one would be sent another value).
+ */
+export interface BadValue {
   /** Where it is: a value's path, or a key's (its last segment the key). */
   readonly path: Path
-  readonly kind: "nul" | "half"
-  /** The string itself (a key, or a value). */
+  readonly kind: "nul" | "half" | "infinite"
+  /** The string itself (a key, or a value), or the number as text. */
   readonly text: string
 }
 
@@ -132,47 +136,60 @@ export const halfAt = (text: string): { readonly at: number; readonly unit: stri
   return { at, unit: at === -1 ? "" : text.charCodeAt(at).toString(16) }
 }
 
-const badKind = (text: string): BadText["kind"] | undefined =>
+const badKind = (text: string): BadValue["kind"] | undefined =>
   text.includes("\u0000") ? "nul" : text.isWellFormed() ? undefined : "half"
 
-/** The first bad string at or below `value`, its path innermost segment first; containers past MAX_DEPTH are not searched. */
-const badBelow = (value: unknown, depth: number): { path: Array<string | number>; kind: BadText["kind"]; text: string } | undefined => {
-  if (typeof value === "string") {
+/** The first bad value at or below `value`, its path innermost segment first; containers past MAX_DEPTH are not searched. */
+const badBelow = (
+  value: unknown,
+  depth: number,
+  numbersOnly: boolean,
+): { path: Array<string | number>; kind: BadValue["kind"]; text: string } | undefined => {
+  if (typeof value === "string" && !numbersOnly) {
     const kind = badKind(value)
     return kind === undefined ? undefined : { path: [], kind, text: value }
   }
+  if (typeof value === "number") return Number.isFinite(value) ? undefined : { path: [], kind: "infinite", text: String(value) }
   if (typeof value !== "object" || value === null || depth >= MAX_DEPTH) return undefined
   if (Array.isArray(value)) {
     for (let index = 0; index < value.length; index++) {
-      const found = badBelow(value[index], depth + 1)
+      const found = badBelow(value[index], depth + 1, numbersOnly)
       if (found !== undefined) return (found.path.push(index), found)
     }
     return undefined
   }
   for (const key in value) {
-    const kind = badKind(key)
+    const kind = numbersOnly ? undefined : badKind(key)
     if (kind !== undefined) return { path: [key], kind, text: key }
-    const found = badBelow((value as Record<string, unknown>)[key], depth + 1)
+    const found = badBelow((value as Record<string, unknown>)[key], depth + 1, numbersOnly)
     if (found !== undefined) return (found.path.push(key), found)
   }
   return undefined
 }
 
 /**
- * The first string (value or key) in a parsed value that no tool takes, in document order, or undefined: one holding
- * a NUL character (paths, patterns and commands cannot hold it, and the platform refuses it deep inside a tool), or
- * half of a character (JSON's `"\ud83d"`: no text, which a file, a store or a strict JSON reader cannot keep).
- * Values are searched to MAX_DEPTH (what parseStrict accepts), never deeper.
+ * The first value (a string, a key or a number) in a parsed value that no tool takes, in document order, or
+ * undefined: a string holding a NUL character (paths, patterns and commands cannot hold it, and the platform refuses
+ * it deep inside a tool), or half of a character (JSON's `"\ud83d"`: no text, which a file, a store or a strict JSON
+ * reader cannot keep); a number past what a double holds (`1e400`, read as Infinity). Values are searched to
+ * MAX_DEPTH (what parseStrict accepts), never deeper.
  */
-export const findBadText = (value: unknown): BadText | undefined => {
-  const found = badBelow(value, 0)
+export const findBadValue = (value: unknown): BadValue | undefined => {
+  const found = badBelow(value, 0, false)
   return found === undefined ? undefined : { ...found, path: found.path.reverse() }
 }
 
-/** How a bad string found is described, and what to do about it. */
-export const describeBadText = ({ path, kind, text }: BadText): string => {
+/** The first number JSON cannot carry in a value (findBadValue's "infinite"), its strings and keys passed over. */
+export const findInfinite = (value: unknown): BadValue | undefined => {
+  const found = badBelow(value, 0, true)
+  return found === undefined ? undefined : { ...found, path: found.path.reverse() }
+}
+
+/** How a bad value found is described, and what to do about it. */
+export const describeBadValue = ({ path, kind, text }: BadValue): string => {
   const where = path.length === 0 ? "the value" : formatPath(path)
   if (kind === "nul") return `${where} holds a NUL character (\\u0000), which no tool accepts; remove it`
+  if (kind === "infinite") return `${where} is a number beyond what JSON's numbers hold (read as ${text}), which no tool accepts; send a finite number`
   const { at, unit } = halfAt(text)
   return (
     `${where} holds half of a character (the UTF-16 surrogate \\u${unit} at position ${at}, ` +

@@ -18,6 +18,7 @@ import { ProviderDialect } from "../provider/provider-dialect"
 import type { Registry } from "../registry/registry"
 import { Described } from "../tool/described"
 import { Nesting } from "../contract/nesting"
+import { Json } from "../config/json"
 import { ToolName } from "../tool/tool-name"
 import { Tool } from "../tool/tool"
 import { McpContent } from "./mcp-content"
@@ -53,6 +54,11 @@ export const MAX_SCHEMA_CHARS = 64 * 1_024
  * them made every turn's catalog 69 MB, built in half a minute.
  */
 export const MAX_SERVER_CHARS = 1_024 * 1_024
+/**
+ * The most content parts of one result core reads: each file part past what an output shows inline is kept as a
+ * file of its own (Output.MAX_INLINE_FILES), and a server's 250,000 of them would be as many files on disk.
+ */
+export const MAX_CONTENT_PARTS = 1_000
 
 export type Status = "idle" | "connecting" | "connected" | "failed" | "closed"
 
@@ -555,6 +561,10 @@ export class Server {
       const probed = checked({})
       if (probed.broke !== undefined) return `its input schema cannot be used: it could not check an input (${probed.broke})`
       validate = (input) => {
+        // A number JSON cannot carry passes a JSON Schema check (Infinity is a number, an integer, at least 0) but
+        // would reach the server as null: checked as one value, sent as another.
+        const infinite = Json.findInfinite(input)
+        if (infinite !== undefined) return Json.describeBadValue(infinite)
         const { problem, broke } = checked(input)
         return broke === undefined ? problem : `the server's input schema could not check it (${broke})`
       }
@@ -635,6 +645,15 @@ export class Server {
     if (!Array.isArray(output.content)) {
       return Effect.fail(new Tool.Failure({ message: `MCP server "${this.name}" answered ${name} without content, which core cannot read.` }))
     }
+    if (output.content.length > MAX_CONTENT_PARTS) {
+      return Effect.fail(
+        new Tool.Failure({
+          message:
+            `MCP server "${this.name}" answered ${name} with ${output.content.length} content parts, more than the ` +
+            `${MAX_CONTENT_PARTS} core reads of one result; the tool ran there, and its result is not used.`,
+        }),
+      )
+    }
     // Nothing past this recurses into what a server sent (core's own JSON of it, the bounding, the store) but this.
     if (Nesting.tooDeep(output.content) || Nesting.tooDeep(output.structuredContent)) {
       return Effect.fail(
@@ -643,6 +662,19 @@ export class Server {
     }
     // The error channel MCP gives a tool: a server's words, which may quote what core.json gave it.
     if (output.isError === true) return Effect.fail(new Tool.Failure({ message: Secrets.redact(McpContent.text(output), this.spellings) }))
+    // A number JSON cannot carry (a server's 1e400, read as Infinity) passed the output schema's check and would be
+    // recorded and passed on as null, which the schema may not allow.
+    const infinite = Json.findInfinite(output.structuredContent)
+    if (infinite !== undefined) {
+      return Effect.fail(
+        new Tool.Failure({
+          message:
+            `MCP server "${this.name}" answered ${name} with a structured result holding a number JSON cannot carry ` +
+            `(structuredContent${infinite.path.length === 0 ? "" : `.${infinite.path.map(String).join(".")}`} read as ${infinite.text}); ` +
+            "the tool ran there, and its result is not used.",
+        }),
+      )
+    }
     return Effect.succeed(
       output.structuredContent === undefined
         ? { content: output.content }

@@ -38,7 +38,7 @@ import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import { CallKey } from "../contract/call-key"
 import { Calls } from "../host/calls"
-import { BadText } from "../host/bad-text"
+import { BadValue } from "../host/bad-value"
 import type { Events } from "../host/events"
 import type { Served } from "../host/served"
 import { ManagedOutputs } from "../output/managed-outputs"
@@ -457,7 +457,7 @@ const settle = (
 
 /** A call whose input holds a string no tool takes, answered as `core exec` answers it: nothing runs or is recorded. */
 const refusedText = (call: Settler.Call): CallToolResult | undefined => {
-  const refused = BadText.refusal(call.name, call.toolCallID, call.input)
+  const refused = BadValue.refusal(call.name, call.toolCallID, call.input)
   return refused === undefined ? undefined : Mapping.resultOf(refused, false)
 }
 

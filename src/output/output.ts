@@ -17,6 +17,13 @@ import { Image } from "./image"
 import { ManagedOutputs } from "./managed-outputs"
 
 export const DEFAULT_MAX_MEDIA_BYTES = 5 * 1024 * 1024
+/**
+ * The most file parts one output shows inline, and the longest name or media type one shown inline may have: past
+ * them a file is kept aside as one over the media limit is (a server's 250,000 empty file parts made a settlement of
+ * 37 MB, each part within the limit).
+ */
+export const MAX_INLINE_FILES = 32
+export const MAX_INLINE_NAME = 255
 
 /** A model-facing part as it appears in a settlement (DESIGN §5). */
 export const Part = Schema.Union([
@@ -108,7 +115,31 @@ export const layer = (limits: Settings = {}): Layer.Layer<Service, never, Manage
       const maxImageBytes =
         limits.image?.maxBytes === undefined ? resolved.maxMediaBytes : Math.max(resolved.maxMediaBytes, resolved.image.maxBytes)
       const fileFits = (part: Tool.Content & { type: "file" }) =>
-        base64Size(part.data) <= (part.mime.startsWith("image/") ? maxImageBytes : resolved.maxMediaBytes)
+        base64Size(part.data) <= (part.mime.startsWith("image/") ? maxImageBytes : resolved.maxMediaBytes) &&
+        part.mime.length <= MAX_INLINE_NAME &&
+        (part.name === undefined || part.name.length <= MAX_INLINE_NAME)
+      /**
+       * Which of `content`'s file parts are shown inline (the rest are kept aside): each within its own limit
+       * (fileFits), in order while they take at most MAX_INLINE_FILES parts and the largest media limit together
+       * (two files of 5 MiB are 10 MiB in the model's context); or undefined when every one is.
+       */
+      const inlineOf = (content: ReadonlyArray<Tool.Content>): ReadonlySet<Tool.Content> | undefined => {
+        let shown: Set<Tool.Content> | undefined
+        let files = 0
+        let media = 0
+        for (const [index, part] of content.entries()) {
+          if (part.type !== "file") continue
+          const size = base64Size(part.data)
+          const inline = fileFits(part) && files < MAX_INLINE_FILES && media + size <= maxImageBytes
+          if (inline) {
+            files++
+            media += size
+          }
+          if (inline && shown !== undefined) shown.add(part)
+          else if (!inline && shown === undefined) shown = new Set(content.slice(0, index).filter((earlier) => earlier.type === "file"))
+        }
+        return shown
+      }
       const within = (bytes: number, lines: number) => bytes <= resolved.maxBytes && lines <= resolved.maxLines
 
       /**
@@ -120,9 +151,11 @@ export const layer = (limits: Settings = {}): Layer.Layer<Service, never, Manage
         let bytes = 0
         let lines = 0
         let textParts = 0
+        let files = false
         for (const part of projected.content) {
           if (part.type === "file") {
             if (!fileFits(part)) return { fits: false, json: undefined }
+            files = true
             continue
           }
           if (textParts++ > 0) bytes += 1 // the line break that joins text parts
@@ -130,6 +163,7 @@ export const layer = (limits: Settings = {}): Layer.Layer<Service, never, Manage
           if (bytes > resolved.maxBytes) return { fits: false, json: undefined }
           lines += Bound.countLines(part.text, resolved.maxLines)
         }
+        if (files && inlineOf(projected.content) !== undefined) return { fits: false, json: undefined }
         const structured = projected.structured
         if (structured === null || structured === undefined || repeatsText(structured, projected.content)) {
           return { fits: within(bytes, lines), json: undefined }
@@ -169,17 +203,20 @@ export const layer = (limits: Settings = {}): Layer.Layer<Service, never, Manage
         const id = ManagedOutputs.newID()
         const paths = managed.paths(id, projected.location, projected.session)
         const oversizedFiles: Array<Tool.Content & { type: "file" }> = []
+        const inline = inlineOf(contentIn)
         const partsWith = (where: (n: number) => string) => {
           oversizedFiles.length = 0
           return contentIn.map((part): Tool.Content => {
-            if (part.type === "text" || fileFits(part)) return part
+            if (part.type === "text" || inline === undefined || inline.has(part)) return part
             oversizedFiles.push(part)
-            return {
-              type: "text",
-              text:
-                `[${part.name ?? "file"} (${part.mime}, ${base64Size(part.data)} bytes) is larger than the inline ` +
-                `media limit of ${resolved.maxMediaBytes} bytes; ${where(oversizedFiles.length)}.]`,
-            }
+            const shown = `${cut(part.name ?? "file")} (${cut(part.mime)}, ${base64Size(part.data)} bytes)`
+            const why =
+              (part.name?.length ?? 0) > MAX_INLINE_NAME || part.mime.length > MAX_INLINE_NAME
+                ? `has a name or media type longer than the ${MAX_INLINE_NAME} characters a file shown inline may have`
+                : fileFits(part)
+                  ? `is past what one output shows inline (${MAX_INLINE_FILES} files, ${maxImageBytes} bytes of them together)`
+                  : `is larger than the inline media limit of ${resolved.maxMediaBytes} bytes`
+            return { type: "text", text: `[${shown} ${why}; ${where(oversizedFiles.length)}.]` }
           })
         }
         let parts = partsWith((n) => `it is kept in ${paths.file(n)}`)
@@ -255,6 +292,9 @@ export const layer = (limits: Settings = {}): Layer.Layer<Service, never, Manage
       return Service.of({ limits: resolved, images, bound })
     }),
   )
+
+/** A file's name or media type as its note shows it: at most MAX_INLINE_NAME characters. */
+const cut = (text: string): string => (text.length <= MAX_INLINE_NAME ? text : `${text.slice(0, MAX_INLINE_NAME)}…`)
 
 /** Whether `structured` is a string output that is the content's one text part itself. */
 const repeatsText = (structured: unknown, content: ReadonlyArray<Tool.Content>): boolean =>

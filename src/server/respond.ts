@@ -232,11 +232,11 @@ export const decode = <S extends Schema.Codec<unknown, unknown>>(
     if (!parsed.ok) return { ok: false, problem: badRequest(`The request body is not valid JSON: ${parsed.problem.message}`) }
     value = parsed.value
   }
-  const bad = Json.findBadText(value)
+  const bad = Json.findBadValue(value)
   if (bad !== undefined) {
     // In a call's `input` it is the model's input that no tool can take; anywhere else, the request's mistake.
     const kind = bad.path[0] === "input" ? "invalid_input" : "bad_request"
-    return { ok: false, problem: new Problem({ status: 400, kind, message: `The request body is invalid: ${Json.describeBadText(bad)}` }) }
+    return { ok: false, problem: new Problem({ status: 400, kind, message: `The request body is invalid: ${Json.describeBadValue(bad)}` }) }
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return { ok: false, problem: badRequest(`The request body must be a JSON object, not ${found(value)}`) }

@@ -351,6 +351,19 @@ describe("a NUL character in the input", () => {
     expect(settlementOf(fixed).structured).toBe("ab")
   })
 
+  // JSON.parse reads 1e400 as Infinity, which JSON writes back as null: a tool would be checked against one value and
+  // sent another (an MCP server's integer input got null).
+  test("nor does a number JSON cannot carry: invalid_input, exit 1", async () => {
+    const box = sandbox({ "tools/echo.ts": ECHO })
+    const result = await core(box, ["exec", "echo", "--input", '{"text":"a","n":1e400}', "--call", "call_inf", "--location", box.location])
+    expect(result.code).toBe(1)
+    expect(settlementOf(result).error).toEqual({
+      kind: "invalid_input",
+      message: "Invalid input for echo: n is a number beyond what JSON's numbers hold (read as Infinity), which no tool accepts; send a finite number and call it again.",
+    })
+    expect(runs(box, "echo")).toBe(0)
+  })
+
   test("reaches no built-in either (grep, glob, list)", async () => {
     const box = sandbox({ "a.txt": "alpha\n" })
     for (const [name, input] of [["grep", { pattern: "al\u0000" }], ["glob", { pattern: "*\u0000" }], ["list", { path: "\u0000" }]] as const) {

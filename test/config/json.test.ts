@@ -43,28 +43,43 @@ describe("Json.parseStrict on hostile text", () => {
   })
 })
 
-describe("Json.findBadText", () => {
+describe("Json.findBadValue", () => {
   test("finds the first string or key holding a NUL, in document order, with its path", () => {
-    expect(Json.findBadText({ pattern: "a", paths: ["x", "b\u0000", "c\u0000"] })).toEqual({ path: ["paths", 1], kind: "nul", text: "b\u0000" })
-    expect(Json.findBadText({ a: { "k\u0000": 1 } })?.path).toEqual(["a", "k\u0000"])
-    expect(Json.findBadText("\u0000")?.path).toEqual([])
-    expect(Json.findBadText({ text: "no nul here, whole \ud83d\ude00 characters", n: 1, ok: true, none: null })).toBeUndefined()
-    expect(Json.describeBadText({ path: ["input", "paths", 1], kind: "nul", text: "\u0000" })).toContain("input.paths[1] holds a NUL character")
+    expect(Json.findBadValue({ pattern: "a", paths: ["x", "b\u0000", "c\u0000"] })).toEqual({ path: ["paths", 1], kind: "nul", text: "b\u0000" })
+    expect(Json.findBadValue({ a: { "k\u0000": 1 } })?.path).toEqual(["a", "k\u0000"])
+    expect(Json.findBadValue("\u0000")?.path).toEqual([])
+    expect(Json.findBadValue({ text: "no nul here, whole \ud83d\ude00 characters", n: 1, ok: true, none: null })).toBeUndefined()
+    expect(Json.describeBadValue({ path: ["input", "paths", 1], kind: "nul", text: "\u0000" })).toContain("input.paths[1] holds a NUL character")
   })
 
   test("finds half of a character (a lone surrogate) in a value or a key, and says which and where", () => {
-    const lone = Json.findBadText(JSON.parse('{"todos":[{"content":"ok \\ud83d"}]}'))
+    const lone = Json.findBadValue(JSON.parse('{"todos":[{"content":"ok \\ud83d"}]}'))
     expect(lone).toEqual({ path: ["todos", 0, "content"], kind: "half", text: "ok \ud83d" })
-    expect(Json.describeBadText(lone!)).toBe(
+    expect(Json.describeBadValue(lone!)).toBe(
       "todos[0].content holds half of a character (the UTF-16 surrogate \\ud83d at position 3, without its other half), " +
         "which no tool accepts; send whole characters",
     )
     // A low surrogate alone, and one before its high half, are halves too; a key may hold one.
-    expect(Json.findBadText({ a: "\ude00" })?.kind).toBe("half")
-    expect(Json.findBadText({ a: "\ude00\ud83d" })?.kind).toBe("half")
-    expect(Json.findBadText({ ["k\ud800"]: 1 })).toEqual({ path: ["k\ud800"], kind: "half", text: "k\ud800" })
+    expect(Json.findBadValue({ a: "\ude00" })?.kind).toBe("half")
+    expect(Json.findBadValue({ a: "\ude00\ud83d" })?.kind).toBe("half")
+    expect(Json.findBadValue({ ["k\ud800"]: 1 })).toEqual({ path: ["k\ud800"], kind: "half", text: "k\ud800" })
     // A NUL comes first where a string holds both.
-    expect(Json.findBadText({ a: "\u0000\ud800" })?.kind).toBe("nul")
+    expect(Json.findBadValue({ a: "\u0000\ud800" })?.kind).toBe("nul")
+  })
+
+  // JSON.parse reads 1e400 as Infinity, which JSON.stringify writes as null: a tool checked with one was sent another.
+  test("finds a number JSON cannot carry (1e400, -1e400), and says where; finite ones pass", () => {
+    const parsed = JSON.parse('{"a":[1,2.5e308,{"x":-1e400}],"b":1e400}')
+    expect(Json.findBadValue(parsed)).toEqual({ path: ["a", 1], kind: "infinite", text: "Infinity" })
+    expect(Json.findBadValue({ x: -Infinity })).toEqual({ path: ["x"], kind: "infinite", text: "-Infinity" })
+    expect(Json.findBadValue(Number.NaN)?.kind).toBe("infinite")
+    // Behind a string no tool takes, findInfinite still finds it.
+    expect(Json.findInfinite({ s: "\u0000", n: [Infinity] })).toEqual({ path: ["n", 0], kind: "infinite", text: "Infinity" })
+    expect(Json.findInfinite({ s: "\u0000", n: [1] })).toBeUndefined()
+    expect(Json.findBadValue({ max: Number.MAX_VALUE, min: -Number.MAX_VALUE, tiny: 5e-324, zero: -0 })).toBeUndefined()
+    expect(Json.describeBadValue({ path: ["x"], kind: "infinite", text: "-Infinity" })).toBe(
+      "x is a number beyond what JSON's numbers hold (read as -Infinity), which no tool accepts; send a finite number",
+    )
   })
 })
 

@@ -4,7 +4,8 @@ export {}
 // answers content of a type MCP does not have, `mistyped` structured content its declared output schema refuses;
 // `wait` reports progress and waits until cancelled, and `cancelled` says how many calls were; `giant` answers on
 // a line longer than core reads; `scalar` and `sloppy` answer JSON-RPC that is malformed (a result that is no
-// object, a result beside `"error": null`).
+// object, a result beside `"error": null`); `infinite` structured content holding 1e400 (read as Infinity), and
+// `checked` echoes the arguments it was sent; `parts` answers as many empty file parts as it is asked for.
 
 const object = (properties: Record<string, unknown> = {}) => ({ type: "object", properties })
 const TOOLS = [
@@ -18,6 +19,13 @@ const TOOLS = [
   { name: "deep", description: 'A "jsonrpc" nested 200,000 arrays deep', inputSchema: object() },
   { name: "keys", description: "A result beside 200,000 members JSON-RPC does not have", inputSchema: object() },
   { name: "mimic", description: "An error of its own worded as core words a malformed answer", inputSchema: object() },
+  { name: "infinite", description: "Structured content holding 1e400", inputSchema: object(), outputSchema: object({ x: { type: "number" } }) },
+  { name: "parts", description: "Empty file parts", inputSchema: object({ count: { type: "integer" } }) },
+  {
+    name: "checked",
+    description: "Echoes the arguments it was sent",
+    inputSchema: { type: "object", properties: { x: { type: "integer", minimum: 0 } }, required: ["x"] },
+  },
 ]
 
 const send = (message: unknown) => process.stdout.write(`${JSON.stringify(message)}\n`)
@@ -55,6 +63,12 @@ const answer = (id: unknown, method: string, params: Record<string, any>) => {
       return process.stdout.write(`{"jsonrpc":${"[".repeat(200_000)}${"]".repeat(200_000)},"id":${JSON.stringify(id)},"result":{}}\n`)
     case "keys":
       return send({ jsonrpc: "2.0", id, result: text("fine"), ...Object.fromEntries(Array.from({ length: 200_000 }, (_, n) => [`k${n}`.padEnd(50, "x"), 1])) })
+    case "infinite":
+      return process.stdout.write(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"big"}],"structuredContent":{"x":1e400}}}\n`)
+    case "parts":
+      return send({ jsonrpc: "2.0", id, result: { content: Array.from({ length: params.arguments.count }, () => ({ type: "resource", resource: { uri: "file:///x", blob: "" } })) } })
+    case "checked":
+      return send({ jsonrpc: "2.0", id, result: text(JSON.stringify(params.arguments)) })
     case "mimic":
       return send({
         jsonrpc: "2.0",

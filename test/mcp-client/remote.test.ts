@@ -510,6 +510,51 @@ describe("core as an MCP client: results and failures", () => {
     expect(result.state).toMatchObject({ status: "connected", pid: result.pid })
   }, 30_000)
 
+  // JSON.parse reads 1e400 as Infinity: a server's structured result holding it passed its output schema and was
+  // recorded as null; a model's input holding it passed the server's input schema and was sent as null.
+  test("a number JSON cannot carry fails the call: in a server's structured result, and in an input sent to a server", async () => {
+    const result = await withLocation(rawServer(), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return {
+          infinite: yield* settle(current, "fix_infinite", {}),
+          input: yield* settle(current, "fix_checked", { x: Infinity }),
+          nested: yield* settle(current, "fix_checked", { x: 1, more: [-Infinity] }),
+          plain: yield* settle(current, "fix_checked", { x: 1e308 }),
+        }
+      }),
+    )
+    expect(result.infinite.settlement).toMatchObject({ status: "error", structured: null, error: { kind: "failure" } })
+    expect(result.infinite.settlement.error?.message).toBe(
+      'MCP server "fix" answered fix_infinite with a structured result holding a number JSON cannot carry (structuredContent.x read as Infinity); the tool ran there, and its result is not used.',
+    )
+    expect(result.input.settlement.error).toEqual({
+      kind: "invalid_input",
+      message: expect.stringContaining("x is a number beyond what JSON's numbers hold (read as Infinity)"),
+    })
+    expect(result.nested.settlement.error?.message).toContain("more[0] is a number beyond what JSON's numbers hold (read as -Infinity)")
+    expect(textOf(result.plain.settlement)).toBe('{"x":1e+308}')
+  }, 30_000)
+
+  // 250,000 empty file parts, each within the media limit, made a settlement of 37 MB; kept aside, each would be a file.
+  test("a result of more than 1,000 content parts fails its call; up to it, files past 32 are kept aside", async () => {
+    const result = await withLocation(rawServer(), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return { many: yield* settle(current, "fix_parts", { count: 250_000 }), some: yield* settle(current, "fix_parts", { count: 1_000 }) }
+      }),
+    )
+    expect(result.many.settlement.error).toEqual({
+      kind: "failure",
+      message: 'MCP server "fix" answered fix_parts with 250000 content parts, more than the 1000 core reads of one result; the tool ran there, and its result is not used.',
+    })
+    const some = result.some.settlement
+    expect(some.status).toBe("success")
+    expect(some.content.filter((part) => part.type === "file")).toHaveLength(32)
+    expect(some.outputs).toHaveLength(1)
+    expect(JSON.stringify(some).length).toBeLessThan(60_000)
+  }, 30_000)
+
   // An answer on a line over 16 MiB is not read: the call waits for its timeout, which used to say to raise it.
   test("an answer over 16 MiB on one line fails its call at the timeout saying so, not to raise the timeout", async () => {
     const raw = rawServer(2_000)

@@ -157,9 +157,13 @@ describe("/mcp against a token holder's hostile requests", () => {
     const deepInit = `${"[".repeat(depth)}${"]".repeat(depth)}`
     const deepInitAnswer = await send(web.handler, "POST", AUTH, deepInit)
     expect(deepInitAnswer.status).toBeLessThan(500)
+    // A NUL in the tool's name is invalid params (no tool has such a name); in the input alone, invalid input.
     const nul = await send(web.handler, "POST", headers, callBody(12, { text: "a\u0000b" }, "ec\u0000ho"))
     expect(nul.status).toBeLessThan(500)
-    expect(await nul.text()).toContain("isError")
+    expect(JSON.parse(await nul.text()).error).toMatchObject({ code: -32602, message: expect.stringContaining("holds a NUL character") })
+    const nulInput = await send(web.handler, "POST", headers, callBody(15, { text: "a\u0000b" }))
+    expect(nulInput.status).toBeLessThan(500)
+    expect(await nulInput.text()).toContain("isError")
     const batch = await send(web.handler, "POST", headers, [callBody(13, { text: "one" }), callBody(14, { text: "two" })])
     expect(batch.status).toBeLessThan(500)
     await batch.text()

@@ -215,6 +215,19 @@ describe("core mcp over stdio against hostile input", () => {
     expect(runs(mcp.box, "echo")).toBe(1)
   }, 30_000)
 
+  // JSON.parse reads 1e400 as Infinity, which JSON writes back as null: an MCP server's tool checked it and got null.
+  test("an argument JSON cannot carry (1e400) is invalid input, and runs nothing", async () => {
+    const mcp = raw({ "tools/echo.ts": ECHO, ...coreJson({ permission: { "*": "allow" } }) })
+    await mcp.initialize()
+    mcp.send('{"jsonrpc":"2.0","id":40,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x","n":{"m":-1e400}}}}\n')
+    const refused = await mcp.next(40)
+    expect(refused.result.isError).toBe(true)
+    expect(refused.result.content[0].text).toBe(
+      "Invalid input for echo: n.m is a number beyond what JSON's numbers hold (read as -Infinity), which no tool accepts; send a finite number and call it again.",
+    )
+    expect(runs(mcp.box, "echo")).toBe(0)
+  }, 30_000)
+
   test("a 20 MB line is answered with an error carrying its id, unread, and the server keeps serving", async () => {
     const mcp = raw({ "tools/echo.ts": ECHO, ...coreJson({ permission: { "*": "allow" } }) })
     await mcp.initialize()

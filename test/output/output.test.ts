@@ -189,6 +189,44 @@ describe("Output.bound", () => {
     expect(await Bun.file(join(directory, id)).text()).toContain(`kept in ${join(directory, `${id}.20`)}`)
   })
 
+  // Each file was checked alone: an MCP server's 250,000 empty file parts made a settlement of 37 MB, and two files
+  // of 5 MiB put 10 MiB in the model's context.
+  test("file parts share one inline budget: past 32 of them or the media limit together, the rest are kept aside", async () => {
+    const directory = join(tempDir(), "outputs")
+    const tiny = (index: number) => ({ type: "file" as const, data: Buffer.from(`f${index}`).toString("base64"), mime: "image/png", name: `${index}.png` })
+    const many = await bound({ content: Array.from({ length: 1_000 }, (_, index) => tiny(index)), structured: null }, {}, directory)
+    if (many._tag !== "Success") throw many.failure
+    const files = many.success.content.filter((part) => part.type === "file")
+    expect(files.map((part) => (part as { name: string }).name)).toEqual(Array.from({ length: 32 }, (_, index) => `${index}.png`))
+    expect(JSON.stringify(many.success).length).toBeLessThan(60_000)
+    const id = many.success.outputs[0]!.id
+    expect(readdirSync(directory).filter((name) => name.startsWith(`${id}.`))).toHaveLength(968)
+    const notes = await Bun.file(join(directory, id)).text()
+    expect(notes).toContain(`[32.png (image/png, 3 bytes) is past what one output shows inline (32 files, ${Output.DEFAULT_MAX_MEDIA_BYTES} bytes of them together); it is kept in ${join(directory, `${id}.1`)}.]`)
+    expect(Buffer.from(await Bun.file(join(directory, `${id}.968`)).arrayBuffer()).toString()).toBe("f999")
+
+    // Two files each within the media limit, together past it: the first inline, the second kept.
+    const half = (name: string) => ({ type: "file" as const, data: Buffer.alloc(600, 1).toString("base64"), mime: "audio/wav", name })
+    const two = await bound({ content: [half("a.wav"), half("b.wav")], structured: null }, { maxMediaBytes: 1_000 })
+    if (two._tag !== "Success") throw two.failure
+    expect(two.success.content.map((part) => part.type)).toEqual(["file", "text"])
+    expect((two.success.content[1] as { text: string }).text).toContain("[b.wav (audio/wav, 600 bytes) is past what one output shows inline")
+    expect(two.success.outputs[0]!.bytes).toBe(600)
+  })
+
+  test("a file named or typed past 255 characters is kept aside, its note cutting the name", async () => {
+    const data = Buffer.from("x").toString("base64")
+    const named = await bound({ content: [{ type: "file", data, mime: "image/png", name: "n".repeat(5_000) }], structured: null })
+    if (named._tag !== "Success") throw named.failure
+    const note = (named.success.content[0] as { text: string }).text
+    expect(note).toStartWith(`[${"n".repeat(255)}… (image/png, 1 bytes) has a name or media type longer than the 255 characters`)
+    expect(note.length).toBeLessThan(1_000)
+    const typed = await bound({ content: [{ type: "file", data, mime: `image/${"p".repeat(5_000)}` }], structured: null })
+    if (typed._tag !== "Success") throw typed.failure
+    expect(typed.success.content[0]!.type).toBe("text")
+    expect(typed.success.outputs).toHaveLength(1)
+  })
+
   test("when the full output cannot be kept, bounding fails rather than returning a lossy success", async () => {
     const root = tempDir()
     writeFileSync(join(root, "outputs"), "")

@@ -479,6 +479,13 @@ describe("refusals", () => {
     const halfElsewhere = await sidecar.json("POST", path, { body: callBody({ name: "count", input: {}, sessionID: "s\ud800" }) })
     expectError(halfElsewhere, 400, "bad_request")
     expect(halfElsewhere.body.error.message).toContain("sessionID holds half of a character")
+    // A number JSON cannot carry (1e400 is read as Infinity, written back as null), alike.
+    const infinite = await sidecar.json("POST", path, {
+      body: JSON.stringify(callBody({ name: "count", input: {}, toolCallID: "call_inf" })).replace('"input":{}', '"input":{"n":[1,-1e400]}'),
+    })
+    expectError(infinite, 400, "invalid_input")
+    expect(infinite.body.error.message).toContain("input.n[1] is a number beyond what JSON's numbers hold (read as -Infinity)")
+    expect((await sidecar.json("GET", "/v1/settlements/ses_test/call_inf")).status).toBe(404)
     expect(runs(sidecar.box, "count")).toBe(0)
   })
 
