@@ -183,6 +183,12 @@ export interface Guarded {
    */
   readonly readOnlyIds?: ReadonlyArray<string>
   /**
+   * The Locations' own git directories (and common directories) that exist: the supervisor binds each onto itself
+   * (writable), so that no command renames one away and makes another in its place while it runs, which the user's
+   * git, run meanwhile, would take with its hooks and config.
+   */
+  readonly pinned?: ReadonlyArray<string>
+  /**
    * Once the command and everything it started have ended: undoes what the command made of the entries (an entry
    * created, a symbolic link replaced, which is put back, a core.json changed, whose content is put back), moving
    * what it had left there into the keeping directory (a file written at the same time with a person's approval
@@ -1025,10 +1031,13 @@ export const begin = (
   }
   /** The Locations' own git directories, by who they are: never a repository a command made (see `madeDeeper`). */
   const ownGitDirs = new Set<string>()
+  const pinned = new Set<string>()
   for (const repository of repositoryOfKey.values()) {
     if (repository === undefined) continue
     for (const dir of new Set([repository.gitDir, repository.commonDir])) {
-      know(dir, look(dir), true)
+      const before = look(dir)
+      if (before?.kind === Number(DIRECTORY) && before.link === undefined) pinned.add(dir)
+      know(dir, before, true)
       const identity = identityOf(dir)
       if (identity !== undefined) ownGitDirs.add(identity)
     }
@@ -1208,6 +1217,7 @@ export const begin = (
   return {
     readOnly: mountedEntries.map((entry) => entry.path),
     readOnlyIds: mountedEntries.map((entry) => `${entry.before!.dev}:${entry.before!.ino}`),
+    pinned: [...pinned],
     finish,
   }
 }

@@ -21,15 +21,21 @@ const ENOENT = 2
 
 /**
  * Mounts each of `paths` read-only onto itself, in a mount namespace of this thread's own (nothing propagates
- * out). A path that does not exist is skipped. Answers undefined, or why it could not (then some or none of the
- * paths are read-only; the command still runs).
+ * out), after binding each of `pinned` (folders holding some of them: a Location's git directory) onto itself as it
+ * is, writable: a mount point cannot be renamed (EBUSY), so a command cannot move the folder away and make another
+ * in its place. A path that does not exist is skipped. Answers undefined, or why it could not (then some or none of
+ * the paths are read-only; the command still runs).
  */
-export const protect = (way: Way, paths: ReadonlyArray<string>): string | undefined => {
+export const protect = (way: Way, paths: ReadonlyArray<string>, pinned: ReadonlyArray<string> = []): string | undefined => {
   if (way === "none") return "this process cannot make a mount namespace"
   const unshared = Native.unshare(Native.CLONE_NEWNS)
   if (unshared !== 0) return `unshare(CLONE_NEWNS) failed (errno ${unshared})`
   const privately = Native.mount(null, "/", Native.MS_REC | Native.MS_PRIVATE)
   if (privately !== 0) return `making the mounts private failed (errno ${privately})`
+  for (const path of pinned) {
+    const bound = Native.mount(path, path, Native.MS_BIND | Native.MS_REC)
+    if (bound !== 0 && bound !== ENOENT) return `binding ${path} failed (errno ${bound})`
+  }
   for (const path of paths) {
     const flags = Native.mountFlags(path)
     const bound = Native.mount(path, path, Native.MS_BIND | Native.MS_REC)

@@ -20,6 +20,7 @@ export const O_CLOEXEC = 0o2000000
 export const WNOHANG = 1
 export const CLONE_NEWNS = 0x20000
 export const CLONE_NEWPID = 0x20000000
+export const CLONE_NEWIPC = 0x08000000
 export const MS_RDONLY = 1
 export const MS_NOSUID = 2
 export const MS_NODEV = 4
@@ -486,6 +487,43 @@ export const Seccomp = {
   NR: 0,
   ARCH: 4,
 } as const
+
+/** The offset in struct seccomp_data of an argument's low or high word. */
+export const argument = (index: number, high = false) => 16 + index * 8 + (high ? 4 : 0)
+
+/** One BPF step, which a jump names by its label: a load, a comparison (jumping to the next step where it names none), or a return. */
+export type Step = { readonly label?: string } & (
+  | { readonly load: number }
+  | { readonly equals: number; readonly then?: string; readonly otherwise?: string; readonly atLeast?: boolean }
+  | { readonly returns: number }
+)
+
+/** Assembles `steps` into BPF instructions (struct sock_filter { u16 code; u8 jt; u8 jf; u32 k }). */
+export const assemble = (steps: ReadonlyArray<Step>): Uint8Array => {
+  const at = new Map<string, number>()
+  steps.forEach((step, index) => step.label !== undefined && at.set(step.label, index))
+  const program = new Uint8Array(steps.length * 8)
+  const view = new DataView(program.buffer)
+  steps.forEach((step, index) => {
+    const offset = (label: string | undefined) => {
+      const skipped = label === undefined ? 0 : (at.get(label) ?? -1) - index - 1
+      // BPF jumps only forward, and at most 255 steps.
+      if (skipped < 0 || skipped > 255) throw new Error(`BPF: no jump from step ${index} to ${label}`)
+      return skipped
+    }
+    const [code, jt, jf, k] =
+      "load" in step
+        ? [Seccomp.LD_ABS, 0, 0, step.load]
+        : "equals" in step
+          ? [step.atLeast ? Seccomp.JGE : Seccomp.JEQ, offset(step.then), offset(step.otherwise), step.equals]
+          : [Seccomp.RET, 0, 0, step.returns]
+    view.setUint16(index * 8, code, true)
+    view.setUint8(index * 8 + 2, jt)
+    view.setUint8(index * 8 + 3, jf)
+    view.setUint32(index * 8 + 4, k >>> 0, true)
+  })
+  return program
+}
 
 
 /**

@@ -324,7 +324,13 @@ const spawnSupervised = (
         ),
         ...(request.stdin === undefined ? {} : { stdin: Buffer.from(request.stdin).toString("base64") }),
         ...(grants === undefined ? {} : { grants }),
-        ...(guarded === undefined ? {} : { readOnly: guarded.readOnly, ...(guarded.readOnlyIds === undefined ? {} : { readOnlyIds: guarded.readOnlyIds }) }),
+        ...(guarded === undefined
+          ? {}
+          : {
+              readOnly: guarded.readOnly,
+              ...(guarded.readOnlyIds === undefined ? {} : { readOnlyIds: guarded.readOnlyIds }),
+              ...(guarded.pinned === undefined || guarded.pinned.length === 0 ? {} : { pinned: guarded.pinned }),
+            }),
         ...(cover === undefined ? {} : { cover }),
         ...(sockets === undefined ? {} : { sockets }),
         graceMs: ProcessGroup.GRACE_MS,

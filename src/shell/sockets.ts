@@ -5,28 +5,36 @@ export * as Sockets from "./sockets"
 // of the filter's sight), while socketpair() and pipes work: nothing outside (ssh-agent, D-Bus, X11, Docker) is
 // reachable. Where core.json grants sockets (`shell.sockets`), Unix sockets are allowed and every other socket file
 // the kernel lists as bound is covered in the command's mount namespace. The starter (./starter) applies both; nothing here
-// decides permissions.
+// decides permissions. Apart from the sandbox, wherever a command is kept off core's TCP ports (Landlock's network
+// rules), `refuseUnmediated` refuses it the stream sockets those rules do not see: Multipath TCP, which falls back
+// to plain TCP against core's listener (a command reached `core serve` with it), and SMC, which does too.
 
 import { readFileSync, realpathSync } from "node:fs"
 import { homedir } from "node:os"
 import { isAbsolute, sep } from "node:path"
 import { Native } from "./native"
 
-const { AUDIT_ARCH, X32_BIT, RET_ALLOW, RET_ERRNO, LD_ABS, JEQ, JGE, RET, NR, ARCH } = Native.Seccomp
+const { AUDIT_ARCH, X32_BIT, RET_ALLOW, RET_ERRNO, NR, ARCH } = Native.Seccomp
 const SYS_IO_URING_SETUP = 425
 const AF_UNIX = 1
+const AF_INET = 2
+const AF_INET6 = 10
+const AF_SMC = 43
+const IPPROTO_MPTCP = 262
 const EACCES = 13
 const ENOSYS = 38
-/** The offset of the first argument in struct seccomp_data. */
-const ARG0 = 16
+const EPROTONOSUPPORT = 93
+const EAFNOSUPPORT = 97
 
-/** One BPF instruction: struct sock_filter { u16 code; u8 jt; u8 jf; u32 k }. */
-const instruction = (view: DataView, at: number, code: number, jt: number, jf: number, k: number) => {
-  view.setUint16(at * 8, code, true)
-  view.setUint8(at * 8 + 2, jt)
-  view.setUint8(at * 8 + 3, jf)
-  view.setUint32(at * 8 + 4, k >>> 0, true)
-}
+/** A filter's first steps: a system call of another architecture or ABI (32-bit, x32), which it could not read, is ENOSYS. */
+const native = (arch: number): ReadonlyArray<Native.Step> => [
+  { load: ARCH },
+  { equals: arch, otherwise: "nosys" },
+  { load: NR },
+  { equals: X32_BIT, atLeast: true, then: "nosys" },
+  // io_uring can make a socket out of the filter's sight.
+  { equals: SYS_IO_URING_SETUP, then: "nosys" },
+]
 
 /** The filter, built once: struct sock_fprog and the instructions it points to (kept, so they stay in memory). */
 let built: { readonly fprog: Uint8Array; readonly program: Uint8Array } | undefined
@@ -38,21 +46,15 @@ let built: { readonly fprog: Uint8Array; readonly program: Uint8Array } | undefi
 export const prepare = (): typeof built => {
   const numbers = Native.numbers
   if (built !== undefined || numbers === undefined) return built
-  const arch = AUDIT_ARCH[process.arch as keyof typeof AUDIT_ARCH]
-  const program = new Uint8Array(11 * 8)
-  const view = new DataView(program.buffer)
-  // Jump offsets count the instructions skipped: to ALLOW (8), DENY (9), NOSYS (10).
-  instruction(view, 0, LD_ABS, 0, 0, ARCH)
-  instruction(view, 1, JEQ, 0, 8, arch)
-  instruction(view, 2, LD_ABS, 0, 0, NR)
-  instruction(view, 3, JGE, 6, 0, X32_BIT)
-  instruction(view, 4, JEQ, 5, 0, SYS_IO_URING_SETUP)
-  instruction(view, 5, JEQ, 0, 2, numbers.socket)
-  instruction(view, 6, LD_ABS, 0, 0, ARG0)
-  instruction(view, 7, JEQ, 1, 0, AF_UNIX)
-  instruction(view, 8, RET, 0, 0, RET_ALLOW)
-  instruction(view, 9, RET, 0, 0, RET_ERRNO | EACCES)
-  instruction(view, 10, RET, 0, 0, RET_ERRNO | ENOSYS)
+  const program = Native.assemble([
+    ...native(AUDIT_ARCH[process.arch as keyof typeof AUDIT_ARCH]),
+    { equals: numbers.socket, otherwise: "allow" },
+    { load: Native.argument(0) },
+    { equals: AF_UNIX, then: "deny" },
+    { label: "allow", returns: RET_ALLOW },
+    { label: "deny", returns: RET_ERRNO | EACCES },
+    { label: "nosys", returns: RET_ERRNO | ENOSYS },
+  ])
   return (built = { fprog: Native.filterProgram(program), program })
 }
 
@@ -64,6 +66,39 @@ export const prepare = (): typeof built => {
 export const refuse = (): string | undefined => {
   const filter = prepare()
   return filter === undefined ? "no system call numbers for this architecture" : Native.installFilter(filter.fprog)
+}
+
+/** The filter `refuseUnmediated` installs, built once. */
+let builtUnmediated: typeof built
+
+/**
+ * Refuses the calling thread (and every process it spawns afterwards) the stream sockets Landlock's TCP rules do not
+ * mediate: socket(AF_INET or AF_INET6, ..., IPPROTO_MPTCP) with EPROTONOSUPPORT (programs that ask for Multipath TCP
+ * then use TCP, which the rules see), socket(AF_SMC) with EAFNOSUPPORT, and io_uring (which can make either) with
+ * ENOSYS; a system call of another ABI gets ENOSYS. Needs no_new_privs. Answers undefined, or why it could not.
+ */
+export const refuseUnmediated = (): string | undefined => {
+  const numbers = Native.numbers
+  if (numbers === undefined) return "no system call numbers for this architecture"
+  builtUnmediated ??= (() => {
+    const program = Native.assemble([
+      ...native(AUDIT_ARCH[process.arch as keyof typeof AUDIT_ARCH]),
+      { equals: numbers.socket, otherwise: "allow" },
+      { load: Native.argument(0) },
+      { equals: AF_SMC, then: "family" },
+      { equals: AF_INET, then: "inet" },
+      { equals: AF_INET6, otherwise: "allow" },
+      // The protocol is an int: the kernel reads the low word alone.
+      { label: "inet", load: Native.argument(2) },
+      { equals: IPPROTO_MPTCP, then: "protocol" },
+      { label: "allow", returns: RET_ALLOW },
+      { label: "protocol", returns: RET_ERRNO | EPROTONOSUPPORT },
+      { label: "family", returns: RET_ERRNO | EAFNOSUPPORT },
+      { label: "nosys", returns: RET_ERRNO | ENOSYS },
+    ])
+    return { fprog: Native.filterProgram(program), program }
+  })()
+  return Native.installFilter(builtUnmediated.fprog)
 }
 
 const within = (root: string, path: string): boolean =>

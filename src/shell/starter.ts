@@ -75,8 +75,9 @@ type PortFlags = { readonly deny: ReadonlyArray<number>; readonly rules?: boolea
  */
 export const denyPorts = (flags: PortFlags): string | undefined => {
   if (flags.deny.length === 0 || Landlock.abi() < 4) return undefined
-  if (flags.rules === true && Landlock.restrictWith(RULES_FD) === undefined) return undefined
-  return Landlock.denyConnect(flags.deny)
+  const failed = flags.rules === true && Landlock.restrictWith(RULES_FD) === undefined ? undefined : Landlock.denyConnect(flags.deny)
+  // The rules see TCP alone: Multipath TCP and SMC, which fall back to TCP against core's listener, are refused.
+  return failed ?? Sockets.refuseUnmediated()
 }
 
 /** Why a command does not start when `denyPorts` could not keep it off core's ports. */
@@ -176,7 +177,7 @@ export const apply = (
   }
   // Where it cannot, the entries stay writable; core puts back what it can once the command has ended.
   const readOnly =
-    order.readOnly !== undefined && order.readOnly.length > 0 && Namespace.protect(way, order.readOnly) === undefined
+    order.readOnly !== undefined && order.readOnly.length > 0 && Namespace.protect(way, order.readOnly, order.pinned) === undefined
   // Mounted on what core looked at, or the command does not start: another command of the Location may have moved a
   // folder above one (`.git`, `lib`) between core's look and the mount, and put it back once this one wrote the real
   // files (the mount then covered nothing, or its stand-in).
@@ -200,6 +201,9 @@ export const apply = (
     if (readied.ahead === undefined) Namespace.privateTerminals(way)
     Namespace.hideSystemSecrets(way, readied.hidden)
   }
+  // System V IPC and POSIX message queues of its own (a user's shared memory segments and queues were read and
+  // written); where it cannot have them, it has none (Others.refuseIpc, below).
+  const ownIpc = order.grants !== undefined && Native.unshare(Native.CLONE_NEWIPC) === 0
   const sharedMemory =
     order.grants !== undefined && (readied.ahead?.sharedMemory ?? Namespace.privateSharedMemory(way) === undefined)
   const grants =
@@ -209,7 +213,10 @@ export const apply = (
   // Every mount read-only but the places it may write: Landlock leaves a file's mode, owner, times and extended
   // attributes to the mounts. Where this process cannot mount, those stay open to the command (docs/shell.md).
   if (grants !== undefined && way === "mount") {
-    const kept = Namespace.readOnlyOutside(way, grants.write)
+    // A folder pinned under a place it may write (the Location's .git) was made read-only with the rest: bound
+    // again after that place, writable as it is.
+    const pinned = (order.pinned ?? []).filter((path) => grants.write.some((place) => path === place || path.startsWith(place.endsWith("/") ? place : `${place}/`)))
+    const kept = Namespace.readOnlyOutside(way, [...grants.write, ...pinned])
     if (kept !== undefined) return { failed: `Could not keep the command from changing files it may not write: ${kept}` }
   }
   // What the rules deny inside granted trees (last of the mounts: each namespace made after it would copy every
@@ -242,6 +249,7 @@ export const apply = (
     // Nor may it set another process's limits or scheduling (core's, its supervisor's, another call's): Landlock
     // does not mediate those. Where the kernel has no seccomp, it could.
     Others.refuse()
+    if (!ownIpc) Others.refuseIpc()
   }
   // Capabilities a user namespace gave the supervisor stay its own: the command inherits none of them.
   Native.prctl(Native.PR_CAP_AMBIENT, Native.PR_CAP_AMBIENT_CLEAR_ALL)

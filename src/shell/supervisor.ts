@@ -115,6 +115,8 @@ export interface Order {
   readonly readOnly?: ReadonlyArray<string>
   /** Who each of `readOnly` was when core looked (`dev:ino`): a mount on anything else does not start the command. */
   readonly readOnlyIds?: ReadonlyArray<string>
+  /** Folders bound onto themselves (writable) for the command, before `readOnly`: it cannot rename them away. */
+  readonly pinned?: ReadonlyArray<string>
   /**
    * With `grants`: paths the command must read nothing of although a grant holds them (what the agent's `read`
    * rules and core.json's denyRead deny), covered in its mount namespace before the sandbox. Where they cannot be

@@ -244,6 +244,7 @@ ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(page))
   ]).exitCode === 0
 const EACCES = 13
 const EROFS = 30
+const ENOENT = 2
 
 describe("a sandboxed command that turns on the processes around it", () => {
   for (const variant of variants) {
@@ -328,6 +329,38 @@ print(sorted(fds), signal.value)'`
       )
       expect(forked!.stdout).toBe("[0, 1, 2] 0\n64\n3\naffinity\nidle\n")
       expect(command!.stdout).toBe("[0, 1, 2] 9\n")
+    }, 60_000)
+
+    // A command shared the host's IPC namespace: it read and rewrote a user's System V shared memory and message
+    // queue; and run by root, it read root's user keyring and left keys in it that outlived the call.
+    test.skipIf(variant.skip)(`${variant.name}: the host's System V IPC is not its to reach, nor are the kernel's keyrings${skipped}`, () => {
+      const key = 0x43000000 + Math.floor(Math.random() * 0xffffff)
+      const ipc = (mode: "make" | "probe" | "remove") => `python3 - ${key} ${mode} <<'PY'
+import ctypes, platform, sys
+libc = ctypes.CDLL(None, use_errno=True)
+key, mode = int(sys.argv[1]), sys.argv[2]
+def answer(result): return result if result >= 0 else -ctypes.get_errno()
+if mode == "make":
+    print(answer(libc.shmget(key, 4096, 0o1666)), answer(libc.msgget(key, 0o1666)))
+elif mode == "remove":
+    print(answer(libc.shmctl(libc.shmget(key, 0, 0), 0, None)), answer(libc.msgctl(libc.msgget(key, 0), 0, None)))
+else:
+    add_key, keyctl = (248, 250) if platform.machine() == "x86_64" else (217, 219)
+    print("shm", answer(libc.shmget(key, 0, 0)), "msg", answer(libc.msgget(key, 0)), flush=True)
+    # add_key("user", ..., KEY_SPEC_USER_KEYRING) and keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING).
+    print("add_key", answer(libc.syscall(add_key, b"user", b"core-test-key", b"x", 1, -4)))
+    print("keyctl", answer(libc.syscall(keyctl, 0, -4, 0)))
+PY`
+      const outside = (mode: "make" | "probe" | "remove") => spawnAs(variant, ["bash", "-c", ipc(mode)]).stdout.toString()
+      expect(outside("make")).toMatch(/^\d+ \d+\n$/)
+      try {
+        // Outside core, the user reaches both (and the keyring): what the command must not.
+        expect(outside("probe")).toMatch(/^shm \d+ msg \d+\nadd_key \d+\nkeyctl -?\d+\n$/)
+        const [inside] = core(variant, "sequence", ipc("probe"))
+        expect(inside!.stdout).toBe(`shm -${ENOENT} msg -${ENOENT}\nadd_key -${EPERM}\nkeyctl -${EPERM}\n`)
+      } finally {
+        expect(outside("remove")).toBe("0 0\n")
+      }
     }, 60_000)
 
     // The filter cannot read a 32-bit system call's arguments, so it refuses every one: were it let through,

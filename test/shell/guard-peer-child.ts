@@ -1,5 +1,5 @@
 // Another core process, for the guard's tests (`bun test/shell/guard-peer-child.ts LOCATION GRANTED GUARDS COMMAND`):
-// runs COMMAND through its own shell producer with a sandbox policy on LOCATION, GRANTED granted for writing, its
+// (`plain` after them: without mount namespaces) runs COMMAND through its own shell producer with a sandbox policy on LOCATION, GRANTED granted for writing, its
 // guard noting what it found in GUARDS (as every core sharing a data directory does), and prints the result's stdout
 // and what was undone as one JSON line.
 
@@ -9,11 +9,14 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Shell } from "../../src/shell/shell"
 
-const [location, granted, guards, command] = process.argv.slice(2)
+const [location, granted, guards, command, plain] = process.argv.slice(2)
 const scratch = mkdtempSync(join(tmpdir(), "core-peer-"))
 // Removed as this process exits, when nothing of its own writes there any more.
 process.on("exit", () => rmSync(scratch, { recursive: true, force: true }))
-const shell = Shell.make({ allowWrite: [granted!] }, { records: join(scratch, "runs"), keeping: join(scratch, "undone"), guards: guards! })
+const shell = Shell.make(
+  { allowWrite: [granted!] },
+  { records: join(scratch, "runs"), keeping: join(scratch, "undone"), guards: guards!, ...(plain === "plain" ? { namespaces: false } : {}) },
+)
 const result = await Effect.runPromise(
   shell.run({
     argv: [shell.shell, "-c", command!],

@@ -329,9 +329,10 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(result.undone).toContain(join(root, ".git"))
   })
 
+  // Where the supervisor can make no mount namespace to pin the .git (see the next test), the swap is made and undone.
   test("the same by a command the grant lets write the repository", async () => {
     const { root, original, location } = grantedRepository()
-    const granting = Shell.make({ allowWrite: [root] }, { records: tempDir("core-runs-"), keeping })
+    const granting = Shell.make({ allowWrite: [root] }, { records: tempDir("core-runs-"), namespaces: false, keeping })
     const result = await run(
       `cd ../.. && mv .git .git-old && cp -a .git-old .git && printf '[core]\\n\\thooksPath = /tmp/planted\\n' >> .git/config && echo swapped`,
       location,
@@ -341,6 +342,29 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(readFileSync(join(root, ".git/config"), "utf8")).toBe(original)
     expect(existsSync(join(root, ".git-old"))).toBe(false)
     expect(result.undone).toContain(join(root, ".git"))
+  })
+
+  // The swap was undone once the command ended: meanwhile the user's git (an editor runs `git status` as soon as
+  // .git changes) took the copy, and ran its core.fsmonitor outside any sandbox. Bound onto itself in the command's
+  // mount namespace, the Location's .git cannot be renamed away.
+  test.skipIf(!MOUNTS)(`the Location's .git cannot be moved away while a command runs, so the user's git never meets a copy${needs}`, async () => {
+    const { root, original, location } = grantedRepository()
+    const granting = Shell.make({ allowWrite: [root] }, { records: tempDir("core-runs-"), keeping })
+    const planted = join(root, "fsmonitor-ran")
+    const result = await run(
+      `cd ../.. && mv .git .git-old 2>&1; cp -a .git .git-new && printf '[core]\n\tfsmonitor = "touch ${planted}; true"\n' >> .git-new/config && ` +
+        "mv -T .git-new .git 2>&1; git status --short > /dev/null 2>&1; echo done",
+      location,
+      granting,
+    )
+    expect(result.stdout.text).toMatch(/^mv: cannot move '\.git' to '\.git-old': Device or resource busy\n.*Device or resource busy\ndone\n$/s)
+    expect(readFileSync(join(root, ".git/config"), "utf8")).toBe(original)
+    expect(existsSync(join(root, ".git-old"))).toBe(false)
+    Bun.spawnSync(["git", "status"], { cwd: root, env: { PATH: process.env.PATH, HOME: root } })
+    expect(existsSync(planted)).toBe(false)
+    // Inside it, git works as before: a commit is made.
+    const committed = await run("git -c user.name=a -c user.email=a@b commit -q --allow-empty -m pinned && git log --oneline | wc -l", location, granting)
+    expect(committed.stdout.text.trim()).toMatch(/^\d+$/)
   })
 
   // A worktree's commondir names the repository whose hooks and config git uses there: rewritten to name a copy
@@ -463,7 +487,8 @@ describe("core's configuration in the Location, against what a command runs", ()
 
   test("through the shell: the second command is not run and says why; two commands that swap nothing both run", async () => {
     const { root, original, location } = grantedRepository()
-    const granting = Shell.make({ allowWrite: [root] }, { records: tempDir("core-runs-"), keeping })
+    // Without a mount namespace, where the .git is not pinned and the swap is made.
+    const granting = Shell.make({ allowWrite: [root] }, { records: tempDir("core-runs-"), namespaces: false, keeping })
     const swapping = Effect.runFork(
       granting.run({
         argv: [granting.shell, "-c", `cd ../.. && mv .git .git-old && cp -a .git-old .git && printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' >> .git/config && touch ${location}/swapped.flag && sleep 2`],
@@ -499,11 +524,13 @@ describe("core's configuration in the Location, against what a command runs", ()
         root,
         guards,
         `cd ../.. && mv .git .git-old && cp -a .git-old .git && printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' >> .git/config && touch ${location}/swapped.flag && sleep 2`,
+        // Without a mount namespace, where the .git is not pinned and the swap is made.
+        "plain",
       ],
       { stdout: "pipe", stderr: "inherit" },
     )
     await until(join(location, "swapped.flag"))
-    const here = Shell.make({ allowWrite: [root] }, { records: tempDir("core-runs-"), keeping, guards })
+    const here = Shell.make({ allowWrite: [root] }, { records: tempDir("core-runs-"), namespaces: false, keeping, guards })
     const refused = await run("echo ran > ran.txt", location, here).then(
       () => undefined,
       (cause: unknown) => cause as { readonly code?: string },

@@ -26,6 +26,7 @@ afterAll(() => {
 })
 
 const shell = Shell.make({}, { records: tempDir("core-runs-") })
+const perl = Bun.which("perl")
 
 const run = (command: string) => {
   const location = tempDir("core-loc-")
@@ -55,6 +56,25 @@ describe("core's own port", () => {
     expect(result.stdout.text.trim().split("\n")).toEqual(expected)
     // Back to back, the next command (on the spare started meanwhile) is kept from it too.
     expect((await run(tcp(own.port!))).stdout.text).toBe(`${own.port}-refused\n`)
+  })
+
+  // Landlock's rules see TCP alone: a Multipath TCP socket falls back to TCP against core's listener, and connected
+  // (a command approved its own ask through core serve with it). Such sockets, and SMC's, are refused outright.
+  test.skipIf(!NET || perl === null)(`a command cannot reach it by Multipath TCP or SMC, which Landlock does not see${needs}`, async () => {
+    Supervised.listening(own.port!)
+    // socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP) then connect; socket(AF_SMC, SOCK_STREAM, 0).
+    const mptcp = (port: number) =>
+      `perl -MSocket -e 'socket(my $s, AF_INET, SOCK_STREAM, 262) or do { print "socket: $!\n"; exit }; ` +
+      `print connect($s, pack_sockaddr_in(${port}, inet_aton("127.0.0.1"))) ? "connected\n" : "refused: $!\n"'`
+    const smc = `perl -MSocket -e 'print socket(my $s, 43, SOCK_STREAM, 0) ? "made\n" : "socket: $!\n"'`
+    // Outside the sandbox this kernel makes a Multipath TCP socket that reaches the port (else the test shows nothing).
+    const bare = Bun.spawnSync(["bash", "-c", mptcp(own.port!)]).stdout.toString()
+    expect(bare).toBe("connected\n")
+    const result = await run(`${mptcp(own.port!)}; ${mptcp(other.port!)}; ${smc}; ${tcp(other.port!)}`)
+    expect(result.stdout.text).toBe(
+      "socket: Protocol not supported\nsocket: Protocol not supported\nsocket: Address family not supported by protocol\n" +
+        `${other.port}-connected\n`,
+    )
   })
 
   test.skipIf(!NET)(`with the sandbox off, a command may connect${needs}`, async () => {
