@@ -232,6 +232,14 @@ export class Server {
   private relistedAt = Number.NEGATIVE_INFINITY
   /** The tools of the registered listing, as JSON: a listing after list_changed that says the same changes nothing. */
   private listedAs: string | undefined
+  /**
+   * The last listing's tools as core made them (or why it could not), and their output schemas as checked, by their
+   * JSON: a listing again after list_changed makes only what changed. A server changing one tool of a thousand
+   * every second had every one's validators and schemas made again each time (core serve 60% busy, calls of every
+   * Location waiting half a second behind it).
+   */
+  private madeAs = new Map<string, Tool.Any | string>()
+  private outputsAs = new Map<string, { readonly schema: McpTool["outputSchema"] } | { readonly problem: string }>()
 
   constructor(options: Options) {
     this.options = options
@@ -446,23 +454,36 @@ export class Server {
     // result the server chose, on the thread every Location's calls share (as for a model's input: withoutPatterns).
     const usable: Array<McpTool> = []
     const checked: Array<McpTool> = []
+    const outputs = new Map<string, { readonly schema: McpTool["outputSchema"] } | { readonly problem: string }>()
     for (const tool of tools) {
       if (tool.outputSchema === undefined) {
         usable.push(tool)
         checked.push(tool)
         continue
       }
-      try {
-        const outputSchema = withoutPatterns(tool.outputSchema) as McpTool["outputSchema"]
-        const costly = SchemaCost.problem(outputSchema)
-        if (costly !== undefined) throw new Error(costly)
-        McpSdk.validators().getValidator(outputSchema as Parameters<AjvJsonSchemaValidator["getValidator"]>[0])
-        usable.push(tool)
-        checked.push({ ...tool, outputSchema })
-      } catch (cause) {
-        problems.push(`tool "${tool.name}": not offered: its output schema cannot be used: ${messageOf(cause)}`)
+      const key = JSON.stringify(tool.outputSchema)
+      let output = outputs.get(key) ?? this.outputsAs.get(key)
+      if (output === undefined) {
+        try {
+          const schema = withoutPatterns(tool.outputSchema) as McpTool["outputSchema"]
+          const costly = SchemaCost.problem(schema)
+          if (costly !== undefined) throw new Error(costly)
+          McpSdk.validators().getValidator(schema as Parameters<AjvJsonSchemaValidator["getValidator"]>[0])
+          output = { schema }
+        } catch (cause) {
+          output = { problem: messageOf(cause) }
+        }
       }
+      outputs.set(key, output)
+      if ("problem" in output) {
+        problems.push(`tool "${tool.name}": not offered: its output schema cannot be used: ${output.problem}`)
+        continue
+      }
+      usable.push(tool)
+      // The same schema object as before where it is unchanged: the client's validator compiles it once.
+      checked.push({ ...tool, outputSchema: output.schema })
     }
+    this.outputsAs = outputs
     ;(client as unknown as { cacheToolMetadata: (tools: ReadonlyArray<McpTool>) => void }).cacheToolMetadata(checked)
     return { tools: usable, problems }
   }
@@ -509,6 +530,7 @@ export class Server {
     if (previous !== undefined) Effect.runSync(Scope.close(previous, Exit.void))
     const record: Record<string, Tool.Any> = {}
     const problems: Array<string> = [...listing]
+    const madeAs = new Map<string, Tool.Any | string>()
     for (const tool of tools) {
       const name = `${this.name}_${tool.name}`
       const problem = this.problem(tool, name, record)
@@ -516,10 +538,13 @@ export class Server {
         problems.push(`tool "${tool.name}": ${problem}`)
         continue
       }
-      const made = this.make(tool, name)
+      const key = JSON.stringify(tool)
+      const made = madeAs.get(key) ?? this.madeAs.get(key) ?? this.make(tool, name)
+      madeAs.set(key, made)
       if (typeof made === "string") problems.push(`tool "${tool.name}": ${made}`)
       else record[name] = made
     }
+    this.madeAs = madeAs
     const scope = Effect.runSync(Scope.make())
     Effect.runSync(Scope.provide(this.options.tools.register(record), scope))
     this.scope = scope

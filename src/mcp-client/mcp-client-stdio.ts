@@ -23,6 +23,12 @@ const STDERR_TAIL_BYTES = 2048
 const STDERR_SETTLE_MS = 100
 /** A line longer than this is not a message core will read: it is dropped like garbage. */
 export const MAX_LINE_BYTES = 16 * 1024 * 1024
+/**
+ * The most of core's messages (in characters) that may wait to be written to a server that does not read them:
+ * past it the server is ended, its calls failing. A server that stopped reading while it sent requests (1,500 pings
+ * with ids of a megabyte, each answered) held 3.9 GB of answers in core, for as long as it lived.
+ */
+export const MAX_WAITING_CHARS = 16 * 1024 * 1024
 
 export interface Options {
   readonly command: ReadonlyArray<string>
@@ -126,6 +132,9 @@ export class Process implements Transport {
   /** Whether the first of its stderr was let go (only the last is kept). */
   private stderrPartial = false
   private closed = false
+  /** What of core's messages waits to be written to the server (characters), and whether it was ended for it. */
+  private waiting = 0
+  private deaf = false
 
   /** `spellings`: the values core.json's `env` gave the server (Secrets.spellingsOf), kept out of its stderr. */
   private constructor(
@@ -225,11 +234,22 @@ export class Process implements Transport {
 
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed || this.exit !== undefined) throw new Error("the server process has ended")
-    const wrote = this.child.stdin.write(`${JSON.stringify(message)}\n`)
-    if (typeof wrote !== "number") await wrote
-    // A promise only when the pipe is full: waiting then keeps a slow server from being flooded.
-    const flushed = this.child.stdin.flush()
-    if (typeof flushed !== "number") await flushed
+    const line = `${JSON.stringify(message)}\n`
+    if (this.waiting + line.length > MAX_WAITING_CHARS) {
+      this.deaf = true
+      void this.child.end()
+      throw new Error(`the server process does not read what core sends it (more than ${MAX_WAITING_CHARS} characters wait)`)
+    }
+    this.waiting += line.length
+    try {
+      const wrote = this.child.stdin.write(line)
+      if (typeof wrote !== "number") await wrote
+      // A promise only when the pipe is full: waiting then keeps a slow server from being flooded.
+      const flushed = this.child.stdin.flush()
+      if (typeof flushed !== "number") await flushed
+    } finally {
+      this.waiting -= line.length
+    }
   }
 
   private finish(): void {
@@ -252,6 +272,7 @@ export class Process implements Transport {
   /** How the process ended, in words, for a failure or the server's state. */
   describeExit(): string {
     if (this.exit === undefined) return "the process is running"
+    if (this.deaf) return `was ended by core: it stopped reading its input while more than ${MAX_WAITING_CHARS} characters of core's messages waited`
     const how = this.exit.signal !== null ? `was killed by ${this.exit.signal}` : `exited with code ${this.exit.code}`
     return this.exit.stderr === "" ? how : `${how}: ${this.exit.stderr}`
   }

@@ -5,7 +5,8 @@ export {}
 // `wait` reports progress and waits until cancelled, and `cancelled` says how many calls were; `giant` answers on
 // a line longer than core reads; `scalar` and `sloppy` answer JSON-RPC that is malformed (a result that is no
 // object, a result beside `"error": null`); `infinite` structured content holding 1e400 (read as Infinity), and
-// `checked` echoes the arguments it was sent; `parts` answers as many empty file parts as it is asked for.
+// `checked` echoes the arguments it was sent; `parts` answers as many empty file parts as it is asked for; `deaf`
+// stops reading what core sends and pings core with ids of a megabyte, answering nothing.
 
 const object = (properties: Record<string, unknown> = {}) => ({ type: "object", properties })
 const TOOLS = [
@@ -21,6 +22,7 @@ const TOOLS = [
   { name: "mimic", description: "An error of its own worded as core words a malformed answer", inputSchema: object() },
   { name: "infinite", description: "Structured content holding 1e400", inputSchema: object(), outputSchema: object({ x: { type: "number" } }) },
   { name: "parts", description: "Empty file parts", inputSchema: object({ count: { type: "integer" } }) },
+  { name: "deaf", description: "Stops reading, and pings", inputSchema: object() },
   {
     name: "checked",
     description: "Echoes the arguments it was sent",
@@ -32,6 +34,7 @@ const send = (message: unknown) => process.stdout.write(`${JSON.stringify(messag
 const text = (value: string) => ({ content: [{ type: "text", text: value }] })
 const waiting = new Set<unknown>()
 let cancelled = 0
+let deaf = false
 
 const answer = (id: unknown, method: string, params: Record<string, any>) => {
   if (method === "initialize") {
@@ -65,6 +68,10 @@ const answer = (id: unknown, method: string, params: Record<string, any>) => {
       return send({ jsonrpc: "2.0", id, result: text("fine"), ...Object.fromEntries(Array.from({ length: 200_000 }, (_, n) => [`k${n}`.padEnd(50, "x"), 1])) })
     case "infinite":
       return process.stdout.write(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"big"}],"structuredContent":{"x":1e400}}}\n`)
+    case "deaf":
+      deaf = true
+      for (let ping = 0; ping < 200; ping++) send({ jsonrpc: "2.0", id: `${ping}-${"p".repeat(1024 * 1024)}`, method: "ping" })
+      return
     case "parts":
       return send({ jsonrpc: "2.0", id, result: { content: Array.from({ length: params.arguments.count }, () => ({ type: "resource", resource: { uri: "file:///x", blob: "" } })) } })
     case "checked":
@@ -86,4 +93,6 @@ for await (const line of console) {
     continue
   }
   if (message.method !== undefined && message.id !== undefined) answer(message.id, message.method, message.params ?? {})
+  // Nothing more is read: what core sends waits in the pipe, and then in core.
+  if (deaf) await new Promise(() => {})
 }

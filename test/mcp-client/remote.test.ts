@@ -536,6 +536,24 @@ describe("core as an MCP client: results and failures", () => {
     expect(textOf(result.plain.settlement)).toBe('{"x":1e+308}')
   }, 30_000)
 
+  // A server that stopped reading while it pinged core (each answered, a megabyte each) held gigabytes of answers
+  // in core for as long as it lived.
+  test("a server that stops reading what core sends is ended past 16 Mi characters waiting; its call fails saying so", async () => {
+    const result = await withLocation(rawServer(30_000), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const deaf = yield* settle(current, "fix_deaf", {})
+        return { deaf, state: yield* stateOf, after: yield* settle(current, "fix_cancelled", {}) }
+      }),
+    )
+    expect(result.deaf.settlement.error?.message).toContain(
+      `the server process was ended by core: it stopped reading its input while more than ${McpClientStdio.MAX_WAITING_CHARS} characters of core's messages waited`,
+    )
+    expect(result.state.status).toBe("failed")
+    // The next call starts it again.
+    expect(textOf(result.after.settlement)).toBe("0")
+  }, 60_000)
+
   // 250,000 empty file parts, each within the media limit, made a settlement of 37 MB; kept aside, each would be a file.
   test("a result of more than 1,000 content parts fails its call; up to it, files past 32 are kept aside", async () => {
     const result = await withLocation(rawServer(), () =>
@@ -862,14 +880,18 @@ describe("core as an MCP client: results and failures", () => {
         // The notification is handled when it arrives; the state shows it once the tools were listed again.
         while (!remote.states()[0]!.tools.includes("fix_extra")) yield* Effect.yieldNow
         const after = yield* turn
+        const echo = (of: typeof before) => of.definitions.find((definition) => definition.name === "fix_echo")
         return {
           stale: yield* settle(before, "fix_echo", { text: "x" }),
           names: after.definitions.map((definition) => definition.name),
           extra: yield* settle(after, "fix_extra", {}),
+          // A tool the listing left as it was is not made again (its validators, its schemas): the same definition.
+          remade: echo(after) !== echo(before),
         }
       }),
     )
     expect(result.stale.settlement.error?.kind).toBe("stale")
+    expect(result.remade).toBe(false)
     expect(result.names).toContain("fix_extra")
     expect(textOf(result.extra.settlement)).toBe("extra")
   }, 30_000)
