@@ -72,18 +72,22 @@ export const problemOf = (name: string, id: string): string | undefined => {
  * log lines, the spans, `core log`) as `named` makes it.
  */
 export const MAX_NAME = 256
+/** How many of a long name's first characters its kept form shows. */
+const SHOWN = 192
 
 /**
  * The tool name `name` is kept and answered under: `name` itself when it has at most MAX_NAME characters, else its
- * first ones with its length and its SHA-256, so that two long names stay two (a retry of one under the other's ids
- * is a conflict, as for any two names) and neither grows the store or a log by its megabytes.
+ * first SHOWN characters with its length and its whole SHA-256 (about 290 characters), so that neither grows the
+ * store or a log by its megabytes. One to one: two long names keep two forms, and a kept form, longer than
+ * MAX_NAME, is never a name kept as it is (sent as a name, it is kept as another), so a retry under another name is
+ * a conflict, as for any two names (law 12). Applied where a call is settled (the settler), and where it is shown.
  */
 export const named = (name: string): string => {
   if (name.length <= MAX_NAME) return name
   // Not cut between the two halves of a character.
-  const end = MAX_NAME - 64 - (/[\ud800-\udbff]/.test(name[MAX_NAME - 65]!) ? 1 : 0)
+  const end = SHOWN - (/[\ud800-\udbff]/.test(name[SHOWN - 1]!) ? 1 : 0)
   const digest = new Bun.CryptoHasher("sha256").update(name).digest("hex")
-  return `${name.slice(0, end)}…(${name.length} characters, sha256 ${digest.slice(0, 16)})`
+  return `${name.slice(0, end)}…(${name.length} characters, sha256 ${digest})`
 }
 
 /**

@@ -5,6 +5,7 @@ export * as Activity from "./activity"
 // JSON-quoted, so a line never breaks (ids and names come from clients). Inputs and ask resources may hold secrets:
 // they are written at debug only, the input cut to DEBUG_INPUT_CHARS.
 
+import { CallKey } from "../contract/call-key"
 import type { Settlement } from "../contract/settlement"
 import { Terminal } from "../contract/terminal"
 
@@ -62,7 +63,7 @@ export const settled = (
   if (!enabled(log, failed ? "error" : "info")) return
   log.write(
     line("call", [
-      ["tool", call.name],
+      ["tool", CallKey.named(call.name)],
       ["call", call.toolCallID],
       ["session", call.sessionID],
       ["agent", call.agent],

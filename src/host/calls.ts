@@ -125,7 +125,7 @@ export const make = (
   const cancelled = (turn: Served.Turn, call: Settler.Call) =>
     turn.generation.settler.interrupted(call).pipe(
       Effect.map((recorded) => ({
-        settlement: recorded ?? Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"),
+        settlement: recorded ?? Settlement.runnerOutcome(CallKey.named(call.name), call.toolCallID, "cancelled"),
         replayed: false,
       })),
     )
@@ -140,11 +140,11 @@ export const make = (
     if (Cause.hasInterruptsOnly(exit.cause)) return Effect.exit(cancelled(turn, call))
     const error = Cause.findError(exit.cause)
     if (error._tag === "Success") return Effect.succeed(Exit.fail(error.success))
-    log(`core: operational failure settling ${Activity.value(call.name)} (${Activity.value(call.toolCallID)}):\n  ${Terminal.block(Cause.pretty(exit.cause))}`)
+    log(`core: operational failure settling ${Activity.value(CallKey.named(call.name))} (${Activity.value(call.toolCallID)}):\n  ${Terminal.block(Cause.pretty(exit.cause))}`)
     return Effect.succeed(
       Exit.fail(
         new Settler.OperationalError({
-          message: `${call.name} (${call.toolCallID}) failed unexpectedly; the server log has the details`,
+          message: `${CallKey.named(call.name)} (${call.toolCallID}) failed unexpectedly; the server log has the details`,
           cause: Cause.squash(exit.cause),
         }),
       ),
@@ -237,7 +237,7 @@ export const make = (
         Activity.settled(activity, served.directory, call, { failed: message }, durationMs)
         recorded(entry, false)
         tell(entry, { event: "error", data: { error: { kind: "operational", message } } })
-        return served.publish({ event: "call.failed", data: { ...ids, tool: call.name, message } })
+        return served.publish({ event: "call.failed", data: { ...ids, tool: CallKey.named(call.name), message } })
       }
       // The call stops counting as running in its Location before anyone gets its outcome. The deferred is
       // completed before the final event is published: a joiner that subscribes and then finds the call not yet
@@ -265,7 +265,7 @@ export const make = (
       )
       // The calls' events are made only while someone reads them (most hosts just wait for their settlements).
       return served.listened()
-        ? Effect.andThen(served.publish({ event: "call.started", data: { ...ids, tool: call.name, turnID: turn.id } }), launched)
+        ? Effect.andThen(served.publish({ event: "call.started", data: { ...ids, tool: CallKey.named(call.name), turnID: turn.id } }), launched)
         : launched
     })
 

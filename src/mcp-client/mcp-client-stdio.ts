@@ -24,9 +24,11 @@ const STDERR_SETTLE_MS = 100
 /** A line longer than this is not a message core will read: it is dropped like garbage. */
 export const MAX_LINE_BYTES = 16 * 1024 * 1024
 /**
- * The most of core's messages (in characters) that may wait to be written to a server that does not read them:
- * past it the server is ended, its calls failing. A server that stopped reading while it sent requests (1,500 pings
- * with ids of a megabyte, each answered) held 3.9 GB of answers in core, for as long as it lived.
+ * The most of core's answers to a server's own requests (in characters) that may wait to be written to it: past it
+ * the server, asking faster than it reads the answers, is ended, its calls failing. One that stopped reading while
+ * it sent requests (1,500 pings with ids of a megabyte, each answered) held 3.9 GB of answers in core, for as long
+ * as it lived. Core's own requests (a call's input, however large) are not counted: they wait for the server to read
+ * them, as a slow server reads.
  */
 export const MAX_WAITING_CHARS = 16 * 1024 * 1024
 
@@ -132,7 +134,7 @@ export class Process implements Transport {
   /** Whether the first of its stderr was let go (only the last is kept). */
   private stderrPartial = false
   private closed = false
-  /** What of core's messages waits to be written to the server (characters), and whether it was ended for it. */
+  /** What of core's answers to the server's requests waits to be written (characters), and whether it was ended for it. */
   private waiting = 0
   private deaf = false
 
@@ -235,12 +237,13 @@ export class Process implements Transport {
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed || this.exit !== undefined) throw new Error("the server process has ended")
     const line = `${JSON.stringify(message)}\n`
-    if (this.waiting + line.length > MAX_WAITING_CHARS) {
+    const answer = !("method" in message) ? line.length : 0
+    if (answer > 0 && this.waiting + answer > MAX_WAITING_CHARS) {
       this.deaf = true
       void this.child.end()
-      throw new Error(`the server process does not read what core sends it (more than ${MAX_WAITING_CHARS} characters wait)`)
+      throw new Error(`the server process does not read core's answers to its requests (more than ${MAX_WAITING_CHARS} characters wait)`)
     }
-    this.waiting += line.length
+    this.waiting += answer
     try {
       const wrote = this.child.stdin.write(line)
       if (typeof wrote !== "number") await wrote
@@ -248,7 +251,7 @@ export class Process implements Transport {
       const flushed = this.child.stdin.flush()
       if (typeof flushed !== "number") await flushed
     } finally {
-      this.waiting -= line.length
+      this.waiting -= answer
     }
   }
 
@@ -272,7 +275,7 @@ export class Process implements Transport {
   /** How the process ended, in words, for a failure or the server's state. */
   describeExit(): string {
     if (this.exit === undefined) return "the process is running"
-    if (this.deaf) return `was ended by core: it stopped reading its input while more than ${MAX_WAITING_CHARS} characters of core's messages waited`
+    if (this.deaf) return `was ended by core: it asked faster than it read, more than ${MAX_WAITING_CHARS} characters of core's answers waiting`
     const how = this.exit.signal !== null ? `was killed by ${this.exit.signal}` : `exited with code ${this.exit.code}`
     return this.exit.stderr === "" ? how : `${how}: ${this.exit.stderr}`
   }

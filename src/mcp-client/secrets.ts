@@ -8,12 +8,47 @@ export * as Secrets from "./secrets"
 /** The shortest value taken for a secret: shorter ones (`1`, `true`, `json`) are settings. */
 export const MIN_CHARS = 6
 
+/** What core.json gives a server that may hold secrets. */
+export interface ServerSecrets {
+  readonly env?: Record<string, string>
+  readonly headers?: Record<string, string>
+  readonly url?: string
+}
+
 /** A header's credentials after its scheme (`Bearer TOKEN`, `Basic BASE64`), and the scheme. */
 const SCHEMED = /^([A-Za-z][\w-]*)\s+(\S.*)$/
 
-/** The secrets a server's `env` and `headers` hold: each value, and a header's credentials without their scheme. */
-const secretsOf = (server: { readonly env?: Record<string, string>; readonly headers?: Record<string, string> }): Array<string> => {
-  const secrets = Object.values(server.env ?? {})
+/** A path segment of a server's URL this long is taken for a key (`/mcp/k-3f9a…`); shorter ones are names. */
+const KEY_SEGMENT_CHARS = 16
+
+/** What a server's URL holds that may be a secret: its user and password, its query's values, a long path segment. */
+const secretsInUrl = (url: string | undefined): Array<string> => {
+  if (url === undefined) return []
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    return []
+  }
+  const decode = (text: string) => {
+    try {
+      return decodeURIComponent(text)
+    } catch {
+      return text
+    }
+  }
+  const found = [parsed.username, parsed.password, ...parsed.searchParams.values()]
+  for (const segment of parsed.pathname.split("/")) if (segment.length >= KEY_SEGMENT_CHARS) found.push(segment, decode(segment))
+  for (const value of [parsed.username, parsed.password]) found.push(decode(value))
+  return found
+}
+
+/**
+ * The secrets a server's `env`, `headers` and `url` hold: each env and header value, a header's credentials without
+ * their scheme, and what its URL may carry (secretsInUrl).
+ */
+const secretsOf = (server: ServerSecrets): Array<string> => {
+  const secrets = [...Object.values(server.env ?? {}), ...secretsInUrl(server.url)]
   for (const value of Object.values(server.headers ?? {})) {
     secrets.push(value)
     const schemed = SCHEMED.exec(value.trim())
@@ -29,7 +64,7 @@ const secretsOf = (server: { readonly env?: Record<string, string>; readonly hea
 }
 
 /** Each of a server's secrets as it may write one: as it is, JSON-escaped, percent-encoded and in base64; longest first. */
-export const spellingsOf = (server: { readonly env?: Record<string, string>; readonly headers?: Record<string, string> }): ReadonlyArray<string> =>
+export const spellingsOf = (server: ServerSecrets): ReadonlyArray<string> =>
   [
     ...new Set(
       secretsOf(server).flatMap((secret) => {

@@ -310,6 +310,12 @@ const run = (
     Effect.flatMap((outcome) => (outcome === Steps.CONFLICT ? run(services, catalog, call, options) : Effect.succeed(outcome))),
   )
 
+/** `call` under the tool name it is kept under (CallKey.named): a name longer than any tool's, bounded. */
+const keptAs = (call: Steps.Call): Steps.Call => {
+  const name = CallKey.named(call.name)
+  return name === call.name ? call : { ...call, name }
+}
+
 /** What an interrupted settle of `call` settled as, read from its record (Replay.settledAs). */
 const interruptedOf = (services: Steps.Services, call: Steps.Call) =>
   Effect.flatMap(lookup(services, call), (known) => {
@@ -391,8 +397,7 @@ const settleThrough = (
         const malformed = CallKey.malformed(asked)
         if (malformed !== undefined) return Effect.fail(new Steps.OperationalError({ message: malformed, cause: undefined }))
         // A name longer than any tool's is settled (as unknown) and kept under its bounded form, from here on.
-        const name = CallKey.named(asked.name)
-        const call = name === asked.name ? asked : { ...asked, name }
+        const call = keptAs(asked)
         const key = CallKey.of(services.location, call)
         const inFlight = running.get(key)
         if (inFlight !== undefined) {
@@ -487,8 +492,11 @@ export const layer: Layer.Layer<
 
     return Service.of({
       materialize,
-      peek: (call) => Effect.map(lookup(services, call), (known) => Replay.of(known, call)),
-      interrupted: (call) => interruptedOf(services, call),
+      peek: (asked) => {
+        const call = keptAs(asked)
+        return Effect.map(lookup(services, call), (known) => Replay.of(known, call))
+      },
+      interrupted: (call) => interruptedOf(services, keptAs(call)),
     })
   }),
 )

@@ -10,6 +10,7 @@ export * as Starter from "./starter"
 // so the order pays neither start. Like the supervisor, it imports nothing heavy and never writes to stdout or stderr.
 
 import { lstatSync, writeFileSync } from "node:fs"
+import { dirname } from "node:path"
 import { Capabilities } from "./capabilities"
 import { Landlock } from "./landlock"
 import { Namespace } from "./namespace"
@@ -162,6 +163,25 @@ const expectRules = (readied: Readied) => {
  * capabilities), then, given `ports`, the layer keeping it off core's ports. Answers whether the read-only paths
  * were mounted, or why the command must not start.
  */
+/** Whether `path` is `place` or lies in it. */
+const within = (place: string, path: string): boolean => path === place || path.startsWith(place.endsWith("/") ? place : `${place}/`)
+
+/**
+ * The folders to pin (Supervisor.Order.pinned) for a command that may write `writable`: each pinned one, and each
+ * folder between a place it may write and a pinned one in it (`sub` for `sub/realgit`), since renaming that folder
+ * would move the pinned one away as surely; parents first.
+ */
+export const pinsOf = (pinned: ReadonlyArray<string>, writable: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const pins = new Set(pinned)
+  for (const path of pinned) {
+    for (const place of writable) {
+      if (path === place || !within(place, path)) continue
+      for (let folder = dirname(path); folder !== place && within(place, folder); folder = dirname(folder)) pins.add(folder)
+    }
+  }
+  return [...pins].sort((a, b) => a.length - b.length)
+}
+
 export const apply = (
   order: Supervisor.Order,
   way: Namespace.Way,
@@ -175,9 +195,10 @@ export const apply = (
     const failed = Native.lowerLimit(Native.RLIMIT_NPROC, PROCESSES)
     if (failed !== 0) return { failed: `Could not bound the command's processes (errno ${failed})` }
   }
+  const pins = pinsOf(order.pinned ?? [], order.grants?.write ?? [])
   // Where it cannot, the entries stay writable; core puts back what it can once the command has ended.
   const readOnly =
-    order.readOnly !== undefined && order.readOnly.length > 0 && Namespace.protect(way, order.readOnly, order.pinned) === undefined
+    order.readOnly !== undefined && order.readOnly.length > 0 && Namespace.protect(way, order.readOnly, pins) === undefined
   // Mounted on what core looked at, or the command does not start: another command of the Location may have moved a
   // folder above one (`.git`, `lib`) between core's look and the mount, and put it back once this one wrote the real
   // files (the mount then covered nothing, or its stand-in).
@@ -215,7 +236,7 @@ export const apply = (
   if (grants !== undefined && way === "mount") {
     // A folder pinned under a place it may write (the Location's .git) was made read-only with the rest: bound
     // again after that place, writable as it is.
-    const pinned = (order.pinned ?? []).filter((path) => grants.write.some((place) => path === place || path.startsWith(place.endsWith("/") ? place : `${place}/`)))
+    const pinned = pins.filter((path) => grants.write.some((place) => within(place, path)))
     const kept = Namespace.readOnlyOutside(way, [...grants.write, ...pinned])
     if (kept !== undefined) return { failed: `Could not keep the command from changing files it may not write: ${kept}` }
   }

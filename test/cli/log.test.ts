@@ -138,7 +138,7 @@ describe("core log", () => {
     expect(lines[2]).toMatch(/ i{71}… /)
     for (const line of lines) expect(Bun.stringWidth(line)).toBeLessThanOrEqual(300)
     const [named] = await list(long, ["--location", long.location, "--session", "ses_l"])
-    expect(named!.tool).toMatch(/^n{192}…\(100000 characters, sha256 [0-9a-f]{16}\)$/)
+    expect(named!.tool).toMatch(/^n{192}…\(100000 characters, sha256 [0-9a-f]{64}\)$/)
     const separated = sandbox()
     await exec(separated, "list", { path: "rm\u2028-rf\u2029x" }, ["--session", "ses_l", "--call", "call_sep"])
     const shown = await core(separated, ["log", "--location", separated.location])

@@ -6,7 +6,8 @@ export {}
 // a line longer than core reads; `scalar` and `sloppy` answer JSON-RPC that is malformed (a result that is no
 // object, a result beside `"error": null`); `infinite` structured content holding 1e400 (read as Infinity), and
 // `checked` echoes the arguments it was sent; `parts` answers as many empty file parts as it is asked for; `deaf`
-// stops reading what core sends and pings core with ids of a megabyte, answering nothing.
+// stops reading what core sends and pings core with ids of a megabyte, answering nothing; `size` answers how many
+// characters of JSON its arguments make.
 
 const object = (properties: Record<string, unknown> = {}) => ({ type: "object", properties })
 const TOOLS = [
@@ -23,6 +24,7 @@ const TOOLS = [
   { name: "infinite", description: "Structured content holding 1e400", inputSchema: object(), outputSchema: object({ x: { type: "number" } }) },
   { name: "parts", description: "Empty file parts", inputSchema: object({ count: { type: "integer" } }) },
   { name: "deaf", description: "Stops reading, and pings", inputSchema: object() },
+  { name: "size", description: "The length of its arguments as JSON", inputSchema: object({ text: { type: "string" } }) },
   {
     name: "checked",
     description: "Echoes the arguments it was sent",
@@ -72,6 +74,8 @@ const answer = (id: unknown, method: string, params: Record<string, any>) => {
       deaf = true
       for (let ping = 0; ping < 200; ping++) send({ jsonrpc: "2.0", id: `${ping}-${"p".repeat(1024 * 1024)}`, method: "ping" })
       return
+    case "size":
+      return send({ jsonrpc: "2.0", id, result: text(String(JSON.stringify(params.arguments).length)) })
     case "parts":
       return send({ jsonrpc: "2.0", id, result: { content: Array.from({ length: params.arguments.count }, () => ({ type: "resource", resource: { uri: "file:///x", blob: "" } })) } })
     case "checked":

@@ -538,16 +538,19 @@ describe("core as an MCP client: results and failures", () => {
 
   // A server that stopped reading while it pinged core (each answered, a megabyte each) held gigabytes of answers
   // in core for as long as it lived.
-  test("a server that stops reading what core sends is ended past 16 Mi characters waiting; its call fails saying so", async () => {
+  test("a server that asks faster than it reads core's answers is ended past 16 Mi characters of them; a large input is not", async () => {
     const result = await withLocation(rawServer(30_000), () =>
       Effect.gen(function* () {
         const current = yield* turn
+        // Core's own request, larger than the bound, waits for a server that reads it, as long as it takes.
+        const large = yield* settle(current, "fix_size", { text: "l".repeat(20 * 1024 * 1024) })
         const deaf = yield* settle(current, "fix_deaf", {})
-        return { deaf, state: yield* stateOf, after: yield* settle(current, "fix_cancelled", {}) }
+        return { large, deaf, state: yield* stateOf, after: yield* settle(current, "fix_cancelled", {}) }
       }),
     )
+    expect(textOf(result.large.settlement)).toBe(String(20 * 1024 * 1024 + 11))
     expect(result.deaf.settlement.error?.message).toContain(
-      `the server process was ended by core: it stopped reading its input while more than ${McpClientStdio.MAX_WAITING_CHARS} characters of core's messages waited`,
+      `the server process was ended by core: it asked faster than it read, more than ${McpClientStdio.MAX_WAITING_CHARS} characters of core's answers waiting`,
     )
     expect(result.state.status).toBe("failed")
     // The next call starts it again.

@@ -26,6 +26,15 @@ describe("Secrets", () => {
     expect(shown(server, "Bearer json")).toBe("Bearer json")
   })
 
+  // Hosted MCP endpoints often carry their key in the URL: its path, its query, or its user and password.
+  test("a URL's user and password, query values and long path segments are redacted; short segments are names", () => {
+    const server = { url: "https://bob:pa%24%24word@mcp.example.com/servers/github/k-3f9a8b7c6d5e4f30?api_key=QUERYSECRET99&v=1" }
+    expect(shown(server, "GET /servers/github/k-3f9a8b7c6d5e4f30?api_key=QUERYSECRET99 as bob with pa$$word")).toBe(
+      "GET /servers/github/[redacted]?api_key=[redacted] as bob with [redacted]",
+    )
+    expect(shown({ url: "not a url" }, "not a url at all")).toBe("not a url at all")
+  })
+
   test("a server given nothing has nothing redacted", () => {
     expect(Secrets.spellingsOf({})).toEqual([])
     expect(shown({}, "anything at all")).toBe("anything at all")

@@ -68,7 +68,7 @@ describe("core mcp: a tool name no store keeps as it is", () => {
     expect(long.content).toEqual([
       {
         type: "text",
-        text: expect.stringMatching(/^Unknown tool "r{192}…\(1000000 characters, sha256 [0-9a-f]{16}\)"; nothing ran\./),
+        text: expect.stringMatching(/^Unknown tool "r{192}…\(1000000 characters, sha256 [0-9a-f]{64}\)"; nothing ran\./),
       },
     ])
     expect(JSON.stringify(long).length).toBeLessThan(3_000)

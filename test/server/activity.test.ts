@@ -56,6 +56,29 @@ describe("core serve's per-call log", () => {
     expect(stdout.split("\n").filter((line) => line !== "")).toEqual([JSON.stringify({ url: server.url, token: server.token })])
   })
 
+  // The settlement kept a long name bounded, but the log line and the call's events carried it whole: one call named
+  // with 5 MB wrote 5 MB to the operator's log and to every event listener.
+  test("a tool name longer than any tool's is shown as the settlement keeps it: in the log line and the events", async () => {
+    const server = await serve(sandbox())
+    const { turnID } = await server.turn()
+    const events = await server.events()
+    try {
+      const name = "z".repeat(1_000_000)
+      const settled = await server.settle(turnID, { name, input: {}, sessionID: "ses_long", toolCallID: "call_long" })
+      const kept = settled.body.tool as string
+      expect(kept).toMatch(/^z{192}…\(1000000 characters, sha256 [0-9a-f]{64}\)$/)
+      expect((await events.until("call.started", (data) => data.toolCallID === "call_long")).data.tool).toBe(kept)
+      await server.stderrUntil((stderr) => stderr.includes("call=call_long"), "the call line")
+      const line = server.stderr().split("\n").find((text) => text.includes("call=call_long"))!
+      expect(line).toContain(`tool=${JSON.stringify(kept)}`)
+      expect(server.stderr().length).toBeLessThan(5_000)
+    } finally {
+      await events.close()
+    }
+    server.child.kill("SIGTERM")
+    await server.exited()
+  })
+
   test("debug adds each call's input and each ask's resources; warn leaves the calls out", async () => {
     const box = sandbox({ "core.json": JSON.stringify({ permission: { bash: "ask" } }) })
     const debug = await serve(box, ["--log-level", "debug"])

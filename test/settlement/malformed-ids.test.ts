@@ -112,19 +112,28 @@ for (const path of Kernel.PATHS) {
           const first = yield* turn.settle(Kernel.call(long, {}, { toolCallID: "call_long" }))
           const again = yield* turn.settle(Kernel.call(long, {}, { toolCallID: "call_long" }))
           const otherName = yield* turn.settle(Kernel.call(other, {}, { toolCallID: "call_long" }))
+          const keptForm = yield* turn.settle(Kernel.call(first.settlement.tool, {}, { toolCallID: "call_long" }))
+          const interrupted = yield* (yield* Settler.Service).interrupted(Kernel.call(long, {}, { toolCallID: "call_long" }))
           const kept = yield* (yield* Store.Service).lookup(yield* Kernel.keyOf(Kernel.call(long, {}, { toolCallID: "call_long" })))
-          return { first, again, otherName, kept }
+          return { first, again, otherName, keptForm, interrupted, kept }
         }),
         { durable: true },
       )
       const tool = outcome.first.settlement.tool
       expect(tool).toStartWith(`${"X".repeat(192)}…(5000000 characters, sha256 `)
-      expect(tool.length).toBeLessThanOrEqual(CallKey.MAX_NAME)
+      // Longer than any name kept as it is: no name sent can be another's kept form.
+      expect(tool).toMatch(/^X{192}…\(5000000 characters, sha256 [0-9a-f]{64}\)$/)
+      expect(tool.length).toBeGreaterThan(CallKey.MAX_NAME)
       expect(outcome.first).toMatchObject({ replayed: false, settlement: { status: "error", error: { kind: "unknown" } } })
       expect(outcome.first.settlement.error?.message).toBe(`Unknown tool "${tool}"; nothing ran. Use one of the tools you were offered.`)
       expect(outcome.again).toEqual({ settlement: outcome.first.settlement, replayed: true })
       expect(outcome.otherName.settlement.error?.kind).toBe("conflict")
       expect(outcome.otherName.settlement.tool).not.toBe(tool)
+      // The kept form itself, sent as a name, is another name: a conflict, never the long name's record.
+      expect(outcome.keptForm.settlement.error?.kind).toBe("conflict")
+      expect(outcome.keptForm.replayed).toBe(false)
+      // Read back as an interrupted call would be (the host's path), the long name finds its record.
+      expect(outcome.interrupted).toEqual(outcome.first.settlement)
       // The record holds the bounded name, not its megabytes.
       const kept = outcome.kept as { readonly state: string; readonly settlement: Settlement.Info }
       expect(kept.state).toBe("settled")

@@ -503,7 +503,7 @@ for (const path of Kernel.PATHS) {
               weather: Tool.make({ description: "w", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("") }),
             })
             const settlement = yield* settleOnce("q".repeat(9_000_000), {})
-            const digest = new Bun.CryptoHasher("sha256").update("q".repeat(9_000_000)).digest("hex").slice(0, 16)
+            const digest = new Bun.CryptoHasher("sha256").update("q".repeat(9_000_000)).digest("hex")
             const kept = `${"q".repeat(192)}…(9000000 characters, sha256 ${digest})`
             expect(settlement.tool).toBe(kept)
             expect(settlement.error).toEqual({

@@ -362,6 +362,14 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(existsSync(join(root, ".git-old"))).toBe(false)
     Bun.spawnSync(["git", "status"], { cwd: root, env: { PATH: process.env.PATH, HOME: root } })
     expect(existsSync(planted)).toBe(false)
+    // A git directory in a folder of the Location (git init --separate-git-dir): the folder is pinned too, since
+    // renaming it would move the git directory away as surely.
+    const separate = tempDir("core-repo-")
+    mkdirSync(join(separate, "sub"))
+    Bun.spawnSync(["git", "init", "-q", `--separate-git-dir=${join(separate, "sub/realgit")}`, separate], { env: { PATH: process.env.PATH, HOME: separate } })
+    const moved = await run("mv sub sub2 2>&1; mv sub/realgit sub/other 2>&1; echo done", separate)
+    expect(moved.stdout.text).toMatch(/^mv: cannot move 'sub' to 'sub2': Device or resource busy\nmv: cannot move 'sub\/realgit' to 'sub\/other': Device or resource busy\ndone\n$/)
+    expect(existsSync(join(separate, "sub/realgit/HEAD"))).toBe(true)
     // Inside it, git works as before: a commit is made.
     const committed = await run("git -c user.name=a -c user.email=a@b commit -q --allow-empty -m pinned && git log --oneline | wc -l", location, granting)
     expect(committed.stdout.text.trim()).toMatch(/^\d+$/)
