@@ -1,7 +1,7 @@
 export * as Secrets from "./secrets"
 
 // What of an MCP server's configuration a model must never read: the values core.json gives the server (its `env`,
-// its HTTP `headers`: tokens, mostly), which a server may quote back (logging its configuration, crashing with it,
+// its HTTP `headers`, what its `url` carries: tokens, mostly), which a server may quote back (logging its configuration, crashing with it,
 // an error or a progress message that says what it sent upstream). Whatever core says of or from a server that a
 // model reads goes through `redact`. Imports nothing: the connection and the process both use it.
 

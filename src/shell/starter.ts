@@ -157,12 +157,6 @@ const expectRules = (readied: Readied) => {
   readied.expectedAt = performance.now()
 }
 
-/**
- * Applies an order's isolation to this thread, whose children (or whose exec) get it: read-only mounts, and with
- * grants the sandbox (hidden sockets, private terminals and shared memory, covers, Landlock rules, dropped
- * capabilities), then, given `ports`, the layer keeping it off core's ports. Answers whether the read-only paths
- * were mounted, or why the command must not start.
- */
 /** Whether `path` is `place` or lies in it. */
 const within = (place: string, path: string): boolean => path === place || path.startsWith(place.endsWith("/") ? place : `${place}/`)
 
@@ -171,7 +165,7 @@ const within = (place: string, path: string): boolean => path === place || path.
  * folder between a place it may write and a pinned one in it (`sub` for `sub/realgit`), since renaming that folder
  * would move the pinned one away as surely; parents first.
  */
-export const pinsOf = (pinned: ReadonlyArray<string>, writable: ReadonlyArray<string>): ReadonlyArray<string> => {
+const pinsOf = (pinned: ReadonlyArray<string>, writable: ReadonlyArray<string>): ReadonlyArray<string> => {
   const pins = new Set(pinned)
   for (const path of pinned) {
     for (const place of writable) {
@@ -182,6 +176,12 @@ export const pinsOf = (pinned: ReadonlyArray<string>, writable: ReadonlyArray<st
   return [...pins].sort((a, b) => a.length - b.length)
 }
 
+/**
+ * Applies an order's isolation to this thread, whose children (or whose exec) get it: read-only mounts, and with
+ * grants the sandbox (hidden sockets, private terminals and shared memory, covers, Landlock rules, dropped
+ * capabilities), then, given `ports`, the layer keeping it off core's ports. Answers whether the read-only paths
+ * were mounted, or why the command must not start.
+ */
 export const apply = (
   order: Supervisor.Order,
   way: Namespace.Way,
