@@ -37,8 +37,7 @@ const fits = (id: string): boolean =>
  * no NUL, not `.` or `..` (a path reads them as steps: `/v1/settlements/s/..` is `/v1/settlements/`), and at most
  * MAX_PATH_CHARS escaped (a longer one could be recorded, but its call never cancelled or looked up by its route).
  */
-export const keepable = (id: string): boolean =>
-  id.isWellFormed() && !id.includes("\u0000") && id !== "." && id !== ".." && fits(id)
+export const keepable = (id: string): boolean => wholeText(id) && id !== "." && id !== ".." && fits(id)
 
 /** What keeps an id from being a call's (`keepable`), where something does. */
 export const flawOf = (id: string): "step" | "nul" | "surrogate" | "long" | undefined => {

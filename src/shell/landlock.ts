@@ -111,7 +111,7 @@ export const abi = (): number => {
 }
 
 /** Whether `path` is `root` or lies under it. */
-const within = (root: string, path: string): boolean =>
+export const within = (root: string, path: string): boolean =>
   path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)
 
 /** The real path of `path`, or of its nearest existing ancestor joined with the rest. */

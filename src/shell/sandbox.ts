@@ -10,7 +10,7 @@ export * as Sandbox from "./sandbox"
 
 import { lstatSync, mkdirSync, rmSync } from "node:fs"
 import { homedir, tmpdir } from "node:os"
-import { dirname, join, relative, resolve, sep } from "node:path"
+import { dirname, join, relative, resolve } from "node:path"
 import { Covered } from "./covered"
 import { Listing } from "./listing"
 import { Credentials } from "../permission/credentials"
@@ -77,8 +77,7 @@ const exists = (path: string): boolean => {
   }
 }
 
-const within = (root: string, path: string): boolean =>
-  path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)
+const { within } = Landlock
 
 /** How long the grants worked out from the disk (PATH, the home) are reused: a new PATH directory is readable after that. */
 const FIXED_MS = 5_000

@@ -11,7 +11,8 @@ export * as Sockets from "./sockets"
 
 import { readFileSync, realpathSync } from "node:fs"
 import { homedir } from "node:os"
-import { isAbsolute, sep } from "node:path"
+import { isAbsolute } from "node:path"
+import { Landlock } from "./landlock"
 import { Native } from "./native"
 
 const { AUDIT_ARCH, X32_BIT, RET_ALLOW, RET_ERRNO, NR, ARCH } = Native.Seccomp
@@ -101,8 +102,7 @@ export const refuseUnmediated = (): string | undefined => {
   return Native.installFilter(builtUnmediated.fprog)
 }
 
-const within = (root: string, path: string): boolean =>
-  path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)
+const { within } = Landlock
 
 /** The real path of `path`, or undefined when it is gone. */
 const realOf = (path: string): string | undefined => {

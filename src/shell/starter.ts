@@ -157,9 +157,6 @@ const expectRules = (readied: Readied) => {
   readied.expectedAt = performance.now()
 }
 
-/** Whether `path` is `place` or lies in it. */
-const within = (place: string, path: string): boolean => path === place || path.startsWith(place.endsWith("/") ? place : `${place}/`)
-
 /**
  * The folders to pin (Supervisor.Order.pinned) for a command that may write `writable`: each pinned one, and each
  * folder between a place it may write and a pinned one in it (`sub` for `sub/realgit`), since renaming that folder
@@ -169,8 +166,8 @@ const pinsOf = (pinned: ReadonlyArray<string>, writable: ReadonlyArray<string>):
   const pins = new Set(pinned)
   for (const path of pinned) {
     for (const place of writable) {
-      if (path === place || !within(place, path)) continue
-      for (let folder = dirname(path); folder !== place && within(place, folder); folder = dirname(folder)) pins.add(folder)
+      if (path === place || !Landlock.within(place, path)) continue
+      for (let folder = dirname(path); folder !== place && Landlock.within(place, folder); folder = dirname(folder)) pins.add(folder)
     }
   }
   return [...pins].sort((a, b) => a.length - b.length)
@@ -236,7 +233,7 @@ export const apply = (
   if (grants !== undefined && way === "mount") {
     // A folder pinned under a place it may write (the Location's .git) was made read-only with the rest: bound
     // again after that place, writable as it is.
-    const pinned = pins.filter((path) => grants.write.some((place) => within(place, path)))
+    const pinned = pins.filter((path) => grants.write.some((place) => Landlock.within(place, path)))
     const kept = Namespace.readOnlyOutside(way, [...grants.write, ...pinned])
     if (kept !== undefined) return { failed: `Could not keep the command from changing files it may not write: ${kept}` }
   }
