@@ -19,6 +19,17 @@ const ID_SCAN_BYTES = 64 * 1024
 
 type Id = string | number
 
+/**
+ * A numeric id as its message wrote it, which JSON.stringify writes back as it is (`JSON.rawJSON`, which Bun has and
+ * TypeScript's lib does not yet): read as a number, `9007199254740993` would be answered as `9007199254740992`, an id
+ * the client never sent, and a client matching answers by id would wait for its own forever.
+ */
+type Written = object
+const written = (JSON as unknown as { readonly rawJSON: (text: string) => Written }).rawJSON
+
+/** The id an error answers with: the message's own, a number as written where that is known, or null. */
+type AnswerId = Id | Written | null
+
 const UTF8 = new TextDecoder("utf-8", { fatal: true })
 
 const ID_VALUE = /^\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)/
@@ -42,11 +53,14 @@ const parsedOrUndefined = (text: string): unknown => {
   }
 }
 
-/** An id's JSON text read as a value, undefined where it is not valid JSON (`01`, `"\q"`). */
-const parsedId = (text: string): Id | undefined => parsedOrUndefined(text) as Id | undefined
+/** An id's JSON text read as a value (a number as written), undefined where it is not valid JSON (`01`, `"\q"`). */
+const parsedId = (text: string): Id | Written | undefined => {
+  const value = parsedOrUndefined(text) as Id | undefined
+  return typeof value === "number" ? written(text) : value
+}
 
 /** The top-level `id` of a JSON object's text, read from its beginning alone (the rest may be missing). */
-export const scanId = (text: string): Id | undefined => {
+export const scanId = (text: string): Id | Written | undefined => {
   let depth = 0
   for (let index = 0; index < text.length; index++) {
     const char = text[index]
@@ -73,6 +87,29 @@ export const idOf = (value: unknown): Id | null => {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return null
   const id = (value as { id?: unknown }).id
   return typeof id === "string" || (typeof id === "number" && Number.isFinite(id)) ? id : null
+}
+
+/**
+ * The id an error answers a message with, read from `line` (its text) and `parsed` (that text parsed): `idOf`'s, a
+ * number as the line wrote it. The line is parsed again only here, for an error: the plain path never pays for it.
+ */
+const answerIdOf = (line: string, parsed: unknown): AnswerId => {
+  const id = idOf(parsed)
+  const given = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as { id?: unknown }).id : undefined
+  if (typeof given !== "number") return id
+  /** Each object's `id` as written, where it is a number: the message's own is the one its root holds. */
+  const sources = new Map<unknown, string>()
+  let root: unknown
+  try {
+    root = JSON.parse(line, function (this: unknown, key: string, value: unknown, context?: { readonly source?: string }) {
+      if (key === "id" && typeof value === "number" && context?.source !== undefined) sources.set(this, context.source)
+      return value
+    })
+  } catch {
+    return id
+  }
+  const source = sources.get(root)
+  return source === undefined ? id : written(source)
 }
 
 const isResponse = (value: unknown): boolean =>
@@ -212,15 +249,15 @@ export class Transport implements McpTransport {
     if (checked?.success === true) return this.onmessage?.(checked.data)
     const refused = (parsed as { jsonrpc?: unknown } | null)?.jsonrpc === "2.0" ? this.invalid?.(parsed) : undefined
     if (refused !== undefined) {
-      void this.send(refused).catch(() => undefined)
+      void this.send({ ...refused, id: answerIdOf(line, parsed) } as JSONRPCMessage).catch(() => undefined)
       return
     }
     // A malformed response answers nothing of ours: JSON-RPC never answers a response.
     if (isResponse(parsed)) return this.onerror?.(new Error("a malformed JSON-RPC response was skipped"))
-    this.answer(idOf(parsed), ErrorCode.InvalidRequest, NOT_JSON_RPC)
+    this.answer(answerIdOf(line, parsed), ErrorCode.InvalidRequest, NOT_JSON_RPC)
   }
 
-  private answer(id: Id | null, code: number, message: string): void {
+  private answer(id: AnswerId, code: number, message: string): void {
     this.onerror?.(new Error(message))
     // The SDK's message types have no id null; JSON-RPC answers a message whose id cannot be read with one.
     void this.send({ jsonrpc: "2.0", id, error: { code, message } } as unknown as JSONRPCMessage).catch(() => undefined)

@@ -55,11 +55,14 @@ const raw = (files: Record<string, string>, args: ReadonlyArray<string> = []) =>
   const answers = new Map<unknown, Array<any>>()
   /** The notifications read so far, in order. */
   const notifications: Array<any> = []
+  /** Every line read so far, as written. */
+  const texts: Array<string> = []
   const next = async (id: string | number | null): Promise<any> => {
     while (!answers.get(id)?.length) {
       const newline = buffer.indexOf("\n")
       if (newline !== -1) {
-        const message = JSON.parse(buffer.slice(0, newline))
+        texts.push(buffer.slice(0, newline))
+        const message = JSON.parse(texts.at(-1)!)
         buffer = buffer.slice(newline + 1)
         if ("id" in message) answers.set(message.id, [...(answers.get(message.id) ?? []), message])
         else notifications.push(message)
@@ -83,7 +86,7 @@ const raw = (files: Record<string, string>, args: ReadonlyArray<string> = []) =>
   }
   /** How many answers with this id were read and not yet taken. */
   const unread = (id: string | number | null) => answers.get(id)?.length ?? 0
-  return { box, child, send, request, next, initialize, notifications, unread }
+  return { box, child, send, request, next, initialize, notifications, unread, texts }
 }
 
 /** Writes `finished` to ran.log only if it is not cancelled within a second and a half. */
@@ -214,6 +217,36 @@ describe("core mcp over stdio against hostile input", () => {
     expect(mcp.unread(31)).toBe(0)
     expect(runs(mcp.box, "echo")).toBe(1)
   }, 30_000)
+
+  // Read as a number, 9007199254740993 was answered as 9007199254740992: a client matching answers by id waited for
+  // its own forever.
+  test("an id no JavaScript number holds exactly is answered with the id as the client wrote it, on every refusal", async () => {
+    const mcp = raw({ "tools/echo.ts": ECHO, ...coreJson({ permission: { "*": "allow" } }) })
+    await mcp.initialize()
+    mcp.send('{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}\n')
+    mcp.send('{"jsonrpc":"2.0","id":12345678901234567891,"method":"tools/call","params":{"name":5}}\n')
+    mcp.send('{"jsonrpc":"2.0","id":1e400,"method":"ping","params":{"id":7}}\n')
+    mcp.send('{"id":1.00000000000000000001,"jsonrpc":"1.0","method":"ping"}\n')
+    mcp.send(`{"jsonrpc":"2.0","id":18014398509481985,"method":"tools/call","params":{"name":"echo","arguments":{"text":"${"z".repeat(9 * 1024 * 1024)}"}}}\n`)
+    mcp.child.stdin.write(Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":36028797018963971,"method":"ping","params":{"x":"'), Buffer.from([0xff]), Buffer.from('"}}\n')]))
+    mcp.request(50, "tools/call", { name: "echo", arguments: { text: "after" } })
+    expect((await mcp.next(50)).result.content[0].text).toBe("after")
+    const refusals = mcp.texts.filter((text) => text.includes('"error"'))
+    expect(refusals.map((text) => /"id":([^,]*),/.exec(text)?.[1])).toEqual([
+      "9007199254740993",
+      "12345678901234567891",
+      "1e400",
+      "1.00000000000000000001",
+      "18014398509481985",
+      "36028797018963971",
+    ])
+    // Each as its refusal says: not JSON-RPC (an id JSON-RPC's schema refuses), invalid params, too large, not UTF-8.
+    expect(refusals.map((text) => JSON.parse(text).error.code)).toEqual([-32600, -32602, -32600, -32600, -32600, -32600])
+    expect(refusals[1]).toContain("Invalid params for tools/call")
+    expect(refusals[4]).toContain("too large")
+    expect(refusals[5]).toContain("not valid UTF-8")
+    expect(runs(mcp.box, "echo")).toBe(1)
+  }, 60_000)
 
   // JSON.parse reads 1e400 as Infinity, which JSON writes back as null: an MCP server's tool checked it and got null.
   test("an argument JSON cannot carry (1e400) is invalid input, and runs nothing", async () => {
