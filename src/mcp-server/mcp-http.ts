@@ -57,6 +57,8 @@ export interface Request {
   readonly request: globalThis.Request
   /** The parsed JSON body of a POST (the body stream has been read by then). */
   readonly body: unknown
+  /** The body as it was sent, from which an error's id is read as the client wrote it (`McpStdio.answerIdOf`). */
+  readonly text?: string
   /** The Location the request acts on (its `X-Core-Location`, or the serve's own). */
   readonly served: Served.Interface
   /** Whether the request named its Location itself. */
@@ -161,13 +163,13 @@ const streams = (session: Mcp.Session, body: unknown): boolean =>
   Array.isArray(body) ? body.some(session.mayStream) : session.mayStream(body)
 
 /** The answer to a POSTed `body` with a request whose params do not check (Session.invalid), if it has one. */
-const invalidAnswer = (session: Mcp.Session, body: unknown, sessionId: string): Response | undefined => {
+const invalidAnswer = (session: Mcp.Session, body: unknown, text: string, sessionId: string): Response | undefined => {
   const messages: ReadonlyArray<unknown> = Array.isArray(body) ? body : [body]
   for (const message of messages) {
     const invalid = session.invalid(message)
     if (invalid === undefined) continue
     if (messages.length === 1) {
-      return new Response(JSON.stringify(invalid), {
+      return new Response(JSON.stringify({ ...invalid, id: McpStdio.answerIdOf(text, body) }), {
         status: 200,
         headers: { "content-type": "application/json", "mcp-session-id": sessionId },
       })
@@ -188,7 +190,7 @@ interface Open {
 }
 
 /** A JSON-RPC error answer, for what is refused before a session's transport sees it. */
-const rpcError = (status: number, code: number, message: string, id: string | number | null = null): Response =>
+const rpcError = (status: number, code: number, message: string, id: McpStdio.AnswerId = null): Response =>
   new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id }), {
     status,
     headers: { "content-type": "application/json" },
@@ -338,14 +340,14 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
         // The transport refuses a body with a request whose params do not check as unparsable, with no id: such a
         // request is answered with its own id instead, as over stdio (in a batch, the batch is refused naming it).
         if (post && answer.status === 400) {
-          const refused = invalidAnswer(open.session, request.body, id)
+          const refused = invalidAnswer(open.session, request.body, request.text ?? "", id)
           if (refused !== undefined) return refused
           // JSON (the route read it) that is no JSON-RPC message, which the transport calls a parse error: an invalid
           // request, as over stdio. (Its other parse errors, a failure while it handled a valid message, stand.)
           const said = yield* Effect.promise(() => answer.clone().json().catch(() => undefined))
           const error = (said as { error?: { code?: unknown; message?: unknown } } | undefined)?.error
           if (error?.code === ErrorCode.ParseError && error.message === NOT_JSON_RPC_MESSAGE) {
-            return rpcError(400, ErrorCode.InvalidRequest, McpStdio.NOT_JSON_RPC, Array.isArray(request.body) ? null : McpStdio.idOf(request.body))
+            return rpcError(400, ErrorCode.InvalidRequest, McpStdio.NOT_JSON_RPC, Array.isArray(request.body) ? null : McpStdio.answerIdOf(request.text ?? "", request.body))
           }
         }
         // A DELETE the transport refused (a protocol version it does not support) ends nothing.

@@ -28,7 +28,7 @@ type Written = object
 const written = (JSON as unknown as { readonly rawJSON: (text: string) => Written }).rawJSON
 
 /** The id an error answers with: the message's own, a number as written where that is known, or null. */
-type AnswerId = Id | Written | null
+export type AnswerId = Id | Written | null
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true })
 
@@ -93,7 +93,7 @@ export const idOf = (value: unknown): Id | null => {
  * The id an error answers a message with, read from `line` (its text) and `parsed` (that text parsed): `idOf`'s, a
  * number as the line wrote it. The line is parsed again only here, for an error: the plain path never pays for it.
  */
-const answerIdOf = (line: string, parsed: unknown): AnswerId => {
+export const answerIdOf = (line: string, parsed: unknown): AnswerId => {
   const id = idOf(parsed)
   const given = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as { id?: unknown }).id : undefined
   if (typeof given !== "number") return id

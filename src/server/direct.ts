@@ -261,7 +261,7 @@ export const make = (options: Options) => {
     } catch {
       return answer(400, PARSE_ERROR, { "content-type": "application/json" })
     }
-    const exit = await Effect.runPromiseExit(mcp.handle({ request, body, served: held.served, namedLocation: held.named }))
+    const exit = await Effect.runPromiseExit(mcp.handle({ request, body, text: raw, served: held.served, namedLocation: held.named }))
     return Exit.isSuccess(exit) ? exit.value : unexpected(exit.cause)
   }
 

@@ -66,6 +66,8 @@ export interface McpEndpoint {
   readonly handle: (request: {
     readonly request: Request
     readonly body: unknown
+    /** The body as sent: an error answers a numeric id as the client wrote it, which `body` may have rounded. */
+    readonly text?: string
     readonly served: Served.Interface
     /** Whether the request named its Location (`X-Core-Location`) itself. */
     readonly namedLocation: boolean
@@ -200,8 +202,9 @@ export const make = (options: Options): WebHandler => {
   const mcpRoute = (mcp: McpEndpoint): Handlers.Handler => (route) =>
     Effect.gen(function* () {
       let body: unknown
+      let text: string | undefined
       if (route.request.method === "POST") {
-        const text = yield* Respond.readText(route.request)
+        text = yield* Respond.readText(route.request)
         try {
           body = JSON.parse(text)
         } catch {
@@ -213,6 +216,7 @@ export const make = (options: Options): WebHandler => {
       const answer = yield* mcp.handle({
         request: route.request.source as Request,
         body,
+        ...(text === undefined ? {} : { text }),
         served: route.served,
         namedLocation: named !== undefined && named !== "",
       })

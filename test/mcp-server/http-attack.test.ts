@@ -193,6 +193,22 @@ describe("/mcp against a token holder's hostile requests", () => {
     expect(((await garbage.json()) as { error: { code: number } }).error.code).toBe(-32700)
   })
 
+  // Read as a number, 9007199254740993 was answered as 9007199254740992, and 1e400 as null: not the id sent.
+  test("an id no JavaScript number holds exactly is answered as the client wrote it, as over stdio", async () => {
+    const { web } = await served()
+    const { transport } = await connect(web.handler)
+    const headers = { ...AUTH, "mcp-session-id": transport.sessionId!, "mcp-protocol-version": "2025-06-18" }
+    for (const [body, id, code] of [
+      ['{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/list"}', "9007199254740993", -32600],
+      ['{"jsonrpc":"2.0","id":12345678901234567891,"method":"tools/call","params":{"name":5}}', "12345678901234567891", -32602],
+      ['{"jsonrpc":"2.0","id":1e400,"method":"ping"}', "1e400", -32600],
+      ['{"jsonrpc":"2.0","id":"9007199254740993","method":"tools/call","params":{"name":5}}', '"9007199254740993"', -32602],
+    ] as const) {
+      const text = await (await send(web.handler, "POST", headers, body)).text()
+      expect([body, /"id":([^,}]*)/.exec(text)?.[1], JSON.parse(text).error.code]).toEqual([body, id, code])
+    }
+  })
+
   test("a body over the cap is refused with 413 whether declared or chunked", async () => {
     const { web, mcp } = await served()
     const big = "x".repeat(11 * 1024 * 1024)
