@@ -141,6 +141,16 @@ const embeddedIpv4 = (bytes: Uint8Array): Uint8Array | undefined => {
 }
 
 /**
+ * The IPv4 address, dotted, that the IPv6 address `address` carries and is routed to (`::ffff:102:304` carries
+ * `1.2.3.4`; see `embeddedIpv4`), or undefined: a connection to the one reaches the other.
+ */
+export const carriedIpv4 = (address: string): string | undefined => {
+  const v6 = parseIpv6(address)
+  const embedded = v6 === undefined ? undefined : embeddedIpv4(v6)
+  return embedded === undefined ? undefined : ipv4Of(embedded)
+}
+
+/**
  * What reserved range an address is in ("a loopback address (127.0.0.0/8)"), or undefined for a public address.
  * Anything that does not parse as an address is reported as such, never taken for public.
  */

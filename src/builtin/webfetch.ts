@@ -146,7 +146,7 @@ export const hostNamedBy = (pattern: string): string | undefined => {
  * as given, so that a rule denying a host or a path holds for every spelling of it: a deny of any refuses the call
  * (one rule per resource, whichever spelling reaches it), and a rule opening a host must match them all.
  */
-const spellings = (url: URL): ReadonlyArray<string> => {
+const pathSpellings = (url: URL): ReadonlyArray<string> => {
   const host = url.host.replace(/\.+(?=:\d+$|$)/, "")
   const read = (path: string) => `${url.protocol}//${host}${withoutDots(path.replace(/\/{2,}/g, "/"))}${url.search}`
   const once = decoded(url.pathname)
@@ -154,6 +154,19 @@ const spellings = (url: URL): ReadonlyArray<string> => {
   let again = decoded(url.pathname.replace(/%u([0-9A-Fa-f]{4})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16))))
   for (let round = 0; round < DECODING_ROUNDS && /%[0-9A-Fa-f]{2}/.test(again); round++) again = decoded(again)
   return [...new Set([url.href, read(once), read(withoutParameters(asWindowsReads(again)))])]
+}
+
+/**
+ * Every spelling of `url` a server reads (`pathSpellings`), and where its host is an IPv6 address carrying an IPv4
+ * one (`[::ffff:1.2.3.4]`, NAT64, 6to4: the connection reaches 1.2.3.4), each again with that IPv4 address as its
+ * host: a rule denying or asking about `http://1.2.3.4/*` holds for `http://[::ffff:102:304]/` too.
+ */
+const spellings = (url: URL): ReadonlyArray<string> => {
+  const read = pathSpellings(url)
+  const carried = url.hostname.startsWith("[") ? Address.carriedIpv4(url.hostname.slice(1, -1)) : undefined
+  if (carried === undefined) return read
+  const as = `//${carried}${url.port === "" ? "" : `:${url.port}`}`
+  return [...read, ...read.map((spelling) => spelling.replace(`//${url.host}`, as))]
 }
 
 /**
@@ -224,25 +237,40 @@ const opensReserved = (permission: Permission.Interface, agent: string, url: URL
         rule.effect === "allow" &&
         Rule.matches(rule.action, NAME) &&
         // Every spelling: a rule opening `/pub/*` does not open `/pub/..%2fadmin`, which the server reads as `/admin`.
-        spellings(url).every((spelling) => Rule.matches(rule.resource, spelling)) &&
+        // The host as written (a rule names `[::ffff:7f00:1]` to open it; the IPv4 spelling still meets rules of its own).
+        pathSpellings(url).every((spelling) => Rule.matches(rule.resource, spelling)) &&
         hostNamedBy(rule.resource) === host,
     )
 }
 
-/** How a URL was reached: the URL the call named and the redirects that led from it (none when it is that URL). */
+/**
+ * How a URL was reached: the URL the call named and the redirects that led from it (none when it is that URL), and
+ * whether the page that redirected to it was at a reserved address (its hop connected to one).
+ */
 interface Reached {
   readonly start: string
   readonly redirects: ReadonlyArray<typeof Redirect.Type>
+  fromReserved: boolean
 }
+
+/**
+ * Whether `url`, reached as `reached` says, may go to reserved addresses: its host opened by a rule (`opensReserved`),
+ * and, for a redirect, only from a page itself at a reserved address. A rule opening a local server is the user's
+ * word for that server, not for any page on the internet to send the fetch there (a public page redirecting to
+ * `http://127.0.0.1:8080/admin/reset`).
+ */
+const mayReachReserved = (permission: Permission.Interface, agent: string, url: URL, reached: Reached): boolean =>
+  (reached.redirects.length === 0 || reached.fromReserved) && opensReserved(permission, agent, url)
 
 const refusedAddress = (url: URL, address: string, kind: string, reached?: Reached) => {
   const what = `${url.host} ${Address.isIp(url.hostname) ? "is" : `resolves to ${address},`} ${kind}`
   // Where a page's redirect led: the call never named that address, and no one should be asked to open it for it.
   if (reached !== undefined && reached.redirects.length > 0) {
     return failure(
-      `Refused: ${reached.start} redirected to ${url.href}, and ${what}. webfetch follows no redirect to a loopback, ` +
-        `private or link-local address that the user's rules do not open; nothing was fetched from it. The page chose ` +
-        `that address, not this call. Redirects: ${chainText(reached.start, reached.redirects)}`,
+      `Refused: ${reached.start} redirected to ${url.href}, and ${what}. webfetch follows a redirect to a loopback, ` +
+        `private or link-local address only from a page at such an address, and only where the user's rules open it; ` +
+        `nothing was fetched from it. The page chose that address, not this call. Redirects: ` +
+        chainText(reached.start, reached.redirects),
     )
   }
   return failure(
@@ -252,15 +280,13 @@ const refusedAddress = (url: URL, address: string, kind: string, reached?: Reach
   )
 }
 
-/** Refuses a URL whose host is a literal reserved address that no rule opens; a host name passes (resolved later). */
-const literalRefusal = (services: Builtin.Services, agent: string, url: URL, reached?: Reached): Effect.Effect<void, Tool.Failure> =>
+/** Refuses a URL whose host is a literal reserved address it may not reach (`open`); a host name passes (resolved later). */
+const literalRefusal = (url: URL, open: boolean, reached: Reached): Effect.Effect<void, Tool.Failure> =>
   Effect.gen(function* () {
     const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
     if (!Address.isIp(host)) return
     const kind = Address.reserved(host)
-    if (kind !== undefined && !opensReserved(services.permission, agent, url)) {
-      return yield* refusedAddress(url, host, kind, reached)
-    }
+    if (kind !== undefined && !open) return yield* refusedAddress(url, host, kind, reached)
   })
 
 /**
@@ -336,12 +362,12 @@ const makeTool = (services: Builtin.Services) => {
   /** One request: checked, resolved, every address checked, then made to those addresses within `budget`. */
   const hop = (url: URL, input: Input, context: Tool.Context, budget: { remaining: number }, reached: Reached) =>
     Effect.gen(function* () {
+      const open = mayReachReserved(services.permission, context.agent, url, reached)
       // A literal reserved address is refused before anyone is asked; a name is resolved only once the URL is
       // authorized (resolving a name the user would refuse already sends it to a DNS server).
-      yield* literalRefusal(services, context.agent, url, reached)
+      yield* literalRefusal(url, open, reached)
       // A redirect's hop comes after a request was made: stopped in its checks, the call had done something.
       yield* Builtin.authorize(services, context, [checkOf(url)], { tool: NAME, url: url.href }, reached.redirects.length === 0)
-      const open = opensReserved(services.permission, context.agent, url)
       yield* context.progress({ message: `GET ${url.href}` })
       const started = Date.now()
       const network = Effect.gen(function* () {
@@ -352,6 +378,8 @@ const makeTool = (services: Builtin.Services) => {
             if (kind !== undefined) return yield* refusedAddress(url, address, kind, reached)
           }
         }
+        // What the next hop, if this page redirects, was sent from.
+        reached.fromReserved = addresses.some(({ address }) => Address.reserved(address) !== undefined)
         return yield* Effect.promise((signal) =>
           WebRequest.get({ url, addresses, maxBytes: MAX_BYTES, accept: ACCEPT[input.format ?? "markdown"], signal }),
         )
@@ -378,9 +406,10 @@ const makeTool = (services: Builtin.Services) => {
       const budget = { remaining: input.timeoutMs ?? DEFAULT_TIMEOUT_MS }
       const redirects: Array<typeof Redirect.Type> = []
       const seen = new Set<string>([start.href])
+      const reached: Reached = { start: start.href, redirects, fromReserved: false }
       let url = start
       for (;;) {
-        const outcome = yield* hop(url, input, context, budget, { start: start.href, redirects })
+        const outcome = yield* hop(url, input, context, budget, reached)
         switch (outcome._tag) {
           case "Failed":
             return yield* failure(
@@ -531,7 +560,8 @@ const plan = (services: Builtin.Services) => (input: Input, agent: string) =>
   Effect.gen(function* () {
     const url = parseUrl(input.url)
     if (url instanceof Tool.Failure) return yield* url
-    yield* literalRefusal(services, agent, url)
+    const reached: Reached = { start: url.href, redirects: [], fromReserved: false }
+    yield* literalRefusal(url, mayReachReserved(services.permission, agent, url, reached), reached)
     return [checkOf(url)]
   })
 
