@@ -1,10 +1,11 @@
 export * as Running from "./running"
 
-// The processes one session's calls run at once: bash's commands and the searches of grep, glob and list. Each holds
-// a process (a supervisor, or rg with its hundreds of MB searching a large tree) and about 14 of core's descriptors
-// until it ends, up to its timeout: without a bound, one session's calls that never end, or a thousand greps of `/`,
-// would take every descriptor and all the memory core's host has, and every other session's calls with them. Past
-// `shell.maxRunning`, a session's calls wait their turn.
+// What one session's calls run at once: bash's commands, the searches of grep, glob and list, and webfetch's fetches.
+// Each holds a process (a supervisor, or rg with its hundreds of MB searching a large tree) and about 14 of core's
+// descriptors, or a socket and up to 5 MiB of a page, until it ends, up to its timeout: without a bound, one session's
+// calls that never end, a thousand greps of `/` or a thousand fetches of a page that never finishes would take every
+// descriptor and all the memory core's host has, and every other session's calls with them. Past `shell.maxRunning`,
+// a session's calls wait their turn.
 
 import * as Effect from "effect/Effect"
 import * as Semaphore from "effect/Semaphore"
@@ -21,7 +22,7 @@ import { Builtin } from "./builtin"
 const sessions = new Map<string, { readonly turns: Semaphore.Semaphore; calls: number; waiting: number }>()
 
 /**
- * Runs `run` (a command or a search) as one of the calling session's at most `limit` running ones. A call past them
+ * Runs `run` (a command, a search or a fetch) as one of the calling session's at most `limit` running ones. A call past them
  * waits its turn behind those already waiting, having first let the next call be prepared and said why in its
  * progress: the host sees it waiting, and nothing starts. Cancelled while it waits, it did nothing
  * (Stopping.beforeStart).
@@ -34,7 +35,7 @@ export const inTurn =
       Preparing.done,
       context.progress({
         message:
-          `Waiting to start: ${Builtin.count(limit)} commands and searches of this session are running, the most it runs at ` +
+          `Waiting to start: ${Builtin.count(limit)} commands, searches and fetches of this session are running, the most it runs at ` +
           "once (shell.maxRunning).",
       }),
     )

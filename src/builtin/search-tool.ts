@@ -166,7 +166,7 @@ export const modifiedTimes = (directory: string) => {
 
 /**
  * Runs rg for a call of the tool, as one of its session's running processes (./running: at most `shell.maxRunning`
- * at once, commands and searches together).
+ * at once, commands, searches and fetches together).
  */
 export const search = (
   services: Builtin.Services,

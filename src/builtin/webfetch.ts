@@ -15,6 +15,7 @@ import { Rule } from "../permission/rule"
 import { Tool } from "../tool/tool"
 import { Address } from "./address"
 import { Builtin } from "./builtin"
+import { Running } from "./running"
 import { HtmlConverter } from "./html-converter"
 import { WebPage } from "./web-page"
 import { WebRequest } from "./web-request"
@@ -249,7 +250,8 @@ const opensReserved = (permission: Permission.Interface, agent: string, url: URL
  */
 interface Reached {
   readonly start: string
-  readonly redirects: ReadonlyArray<typeof Redirect.Type>
+  /** Appended to as the fetch follows them. */
+  readonly redirects: Array<typeof Redirect.Type>
   fromReserved: boolean
 }
 
@@ -359,8 +361,11 @@ interface Fetched {
 }
 
 const makeTool = (services: Builtin.Services) => {
-  /** One request: checked, resolved, every address checked, then made to those addresses within `budget`. */
-  const hop = (url: URL, input: Input, context: Tool.Context, budget: { remaining: number }, reached: Reached) =>
+  /**
+   * The checks of one request, before it is made: a literal reserved address it may not reach refused, then its
+   * permission decided. Answers whether it may go to reserved addresses.
+   */
+  const check = (url: URL, context: Tool.Context, reached: Reached) =>
     Effect.gen(function* () {
       const open = mayReachReserved(services.permission, context.agent, url, reached)
       // A literal reserved address is refused before anyone is asked; a name is resolved only once the URL is
@@ -368,6 +373,12 @@ const makeTool = (services: Builtin.Services) => {
       yield* literalRefusal(url, open, reached)
       // A redirect's hop comes after a request was made: stopped in its checks, the call had done something.
       yield* Builtin.authorize(services, context, [checkOf(url)], { tool: NAME, url: url.href }, reached.redirects.length === 0)
+      return open
+    })
+
+  /** One request, checked (`open`: `check`'s answer): resolved, every address checked, then made to those addresses within `budget`. */
+  const request = (url: URL, open: boolean, input: Input, context: Tool.Context, budget: { remaining: number }, reached: Reached) =>
+    Effect.gen(function* () {
       yield* context.progress({ message: `GET ${url.href}` })
       const started = Date.now()
       const network = Effect.gen(function* () {
@@ -401,15 +412,16 @@ const makeTool = (services: Builtin.Services) => {
       return outcome
     })
 
-  const fetchAll = (start: URL, input: Input, context: Tool.Context) =>
+  /** Every request from `start` (`open`: its checks' answer) through its redirects, to the response it settles on. */
+  const fetchAll = (start: URL, open: boolean, input: Input, context: Tool.Context, reached: Reached) =>
     Effect.gen(function* () {
       const budget = { remaining: input.timeoutMs ?? DEFAULT_TIMEOUT_MS }
-      const redirects: Array<typeof Redirect.Type> = []
+      const { redirects } = reached
       const seen = new Set<string>([start.href])
-      const reached: Reached = { start: start.href, redirects, fromReserved: false }
       let url = start
+      let checked = open
       for (;;) {
-        const outcome = yield* hop(url, input, context, budget, reached)
+        const outcome = yield* request(url, checked, input, context, budget, reached)
         switch (outcome._tag) {
           case "Failed":
             return yield* failure(
@@ -441,6 +453,7 @@ const makeTool = (services: Builtin.Services) => {
             }
             seen.add(next.href)
             url = next
+            checked = yield* check(url, context, reached)
           }
         }
       }
@@ -462,8 +475,14 @@ const makeTool = (services: Builtin.Services) => {
       Effect.gen(function* () {
         const start = parseUrl(input.url)
         if (start instanceof Tool.Failure) return yield* start
-        const fetched = yield* fetchAll(start, input, context)
-        return yield* outputOf(start, fetched, input.format ?? "markdown", context.sessionID)
+        const reached: Reached = { start: start.href, redirects: [], fromReserved: false }
+        // The URL's permission is decided first; then the fetch (its redirects' checks among it) and the conversion
+        // take one of the session's turns (./running): each holds a socket and up to 5 MiB until it ends, and a
+        // thousand fetches of a page that never finishes would take every descriptor and all the memory.
+        const open = yield* check(start, context, reached)
+        return yield* Effect.flatMap(fetchAll(start, open, input, context, reached), (fetched) =>
+          outputOf(start, fetched, input.format ?? "markdown", context.sessionID),
+        ).pipe(Running.inTurn(context, services.shell.limits.maxRunning))
       }),
     toModelOutput: ({ output }) => render(output),
   })

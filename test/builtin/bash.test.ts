@@ -141,7 +141,7 @@ describe("bash results", () => {
     await Bun.sleep(300)
     expect(started()).toEqual(["a1", "a2", "b1"])
     expect(waitedFor).toEqual([
-      "a3: Waiting to start: 2 commands and searches of this session are running, the most it runs at once (shell.maxRunning).",
+      "a3: Waiting to start: 2 commands, searches and fetches of this session are running, the most it runs at once (shell.maxRunning).",
     ])
     await release("a1")
     await until(() => started().includes("a3"))
@@ -174,7 +174,7 @@ describe("bash results", () => {
     expect(textOf((await box.settle("grep", { pattern: "needle" }, { session: "ses_b" })).settlement)).toContain("notes.txt")
     await Bun.sleep(200)
     expect(waits.map((line) => line.split(":")[0]).sort()).toEqual(["glob", "grep", "list"])
-    expect(waits.every((line) => line.includes("Waiting to start: 1 commands and searches of this session are running"))).toBe(true)
+    expect(waits.every((line) => line.includes("Waiting to start: 1 commands, searches and fetches of this session are running"))).toBe(true)
     await Bun.write(join(box.directory, "release"), "")
     expect((await held).settlement.status).toBe("success")
     const [grep, glob, list] = await Promise.all(searches)

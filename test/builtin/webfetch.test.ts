@@ -349,6 +349,28 @@ describe("webfetch: status, redirects and failures", () => {
   })
 })
 
+describe("webfetch: fetches a session runs at once", () => {
+  // A thousand fetches of a page that never finished held a socket and up to 5 MiB each: a sidecar ran out of
+  // descriptors (another session's bash and read failed with EMFILE) and memory.
+  test("a fetch counts against shell.maxRunning: the session's next fetch waits its turn, another session's does not", async () => {
+    const box = harness({ rules: [LOCAL], shell: { maxRunning: 1 } })
+    const waits: Array<string> = []
+    const held = box.settle("webfetch", { url: web.url("/hang"), timeoutMs: 2_000 }, { session: "ses_a" })
+    await Bun.sleep(300)
+    const next = box.settle("webfetch", { url: web.url("/plain") }, { session: "ses_a", onProgress: (update) => waits.push(update.message) })
+    const started = Date.now()
+    const elsewhere = await box.settle("webfetch", { url: web.url("/plain") }, { session: "ses_b" })
+    expect(elsewhere.settlement.status).toBe("success")
+    expect(Date.now() - started).toBeLessThan(1_500)
+    await Bun.sleep(200)
+    expect(waits).toEqual(["Waiting to start: 1 commands, searches and fetches of this session are running, the most it runs at once (shell.maxRunning)."])
+    expect((await held).settlement.error?.message).toStartWith("Timed out after 2000 ms")
+    const after = await next
+    expect(after.settlement.status).toBe("success")
+    expect(waits.at(-1)).toBe(`GET ${web.url("/plain")}`)
+  })
+})
+
 describe("webfetch: URLs it refuses", () => {
   const refused = async (url: string) => (await local.settle("webfetch", { url })).settlement
 
