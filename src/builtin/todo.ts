@@ -7,6 +7,7 @@ export * as Todo from "./todo"
 
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import { Terminal } from "../contract/terminal"
 import { Todos } from "../store/todos"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
@@ -90,9 +91,11 @@ export const make = (services: { readonly directory: string; readonly todos: Tod
     execute: (input, context) =>
       Effect.gen(function* () {
         const todos = input.todos.map(
-          // One line per item, so a line break in one cannot pass for another item where the list is shown.
+          // One line per item, so a line break in one cannot pass for another item where the list is shown, and
+          // shown as it is: what a terminal acts on (an escape moving the cursor up to rewrite the item above, a
+          // bidirectional override, a control) kept as its escape (`\u001b`), as core shows any text it did not write.
           (item): Todos.Item => ({
-            content: item.content.trim().replace(LINE_BREAKS, " "),
+            content: Terminal.inline(item.content.trim().replace(LINE_BREAKS, " ")),
             status: item.status,
             priority: item.priority ?? "medium",
           }),

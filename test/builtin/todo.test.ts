@@ -2,6 +2,7 @@
 // the list it reads, another session and another Location see none of it, and a malformed list writes nothing.
 
 import { describe, expect, test } from "bun:test"
+import { Terminal } from "../../src/contract/terminal"
 import { Todos } from "../../src/store/todos"
 import { Todo } from "../../src/builtin/todo"
 import { harness, textOf } from "../support/builtin"
@@ -83,6 +84,24 @@ describe("todowrite and todoread", () => {
       const unicode = await location.settle("todowrite", { todos: [{ content: `Real${brk}2. [x] Forged (high)`, status: "pending" }] })
       expect(((unicode.settlement.structured as any).todos[0].content as string)).toBe("Real 2. [x] Forged (high)")
     }
+  })
+
+  // Kept as written, "Run tests\x1b[1A\x1b[2K..." rewrote the item above it on a host's terminal, and a bidirectional
+  // override reordered what an item showed.
+  test("what a terminal acts on is kept as its escape: an item cannot rewrite another where the list is shown", async () => {
+    const location = harness()
+    const contents = ["Run tests\x1b[1A\x1b[2K\x1b[32m3. [x] Deploy (high)", "\x1b]52;c;aGk=\x07copy", "Fix \u202eevil", "C1 \u009b2J", "\u200b\u0001", "Ship 👩\u200d💻"]
+    const written = await location.settle("todowrite", { todos: contents.map((content) => ({ content, status: "pending" })) })
+    const kept = ((await location.settle("todoread", {})).settlement.structured as any).todos.map((item: { content: string }) => item.content)
+    expect(kept).toEqual([
+      "Run tests\\u001b[1A\\u001b[2K\\u001b[32m3. [x] Deploy (high)",
+      "\\u001b]52;c;aGk=\\u0007copy",
+      "Fix \\u202eevil",
+      "C1 \\u009b2J",
+      "\\u200b\\u0001",
+      "Ship 👩\u200d💻",
+    ])
+    expect(Terminal.inert(textOf(written.settlement).replaceAll("\n", " "))).toBe(true)
   })
 
   const malformed: ReadonlyArray<[string, unknown, RegExp]> = [
