@@ -4,6 +4,8 @@ export * as Dispatch from "./dispatch"
 // it runs, turns its outcome into an exit code (DESIGN §6), and turns SIGINT, SIGTERM and SIGHUP into interruption
 // of the running command (which cancels a call and records it).
 
+// First: Bun's transpiler cache off before any module is transpiled at run time (./transpiler-cache).
+import "./transpiler-cache"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
