@@ -129,11 +129,14 @@ const ipv4Of = (bytes: Uint8Array) => Array.from(bytes).join(".")
 const startsWithBytes = (bytes: Uint8Array, prefix: ReadonlyArray<number>) => prefix.every((byte, index) => bytes[index] === byte)
 
 /**
- * The IPv4 address an IPv6 address carries and is routed to: IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible
- * (::a.b.c.d), NAT64 (64:ff9b::a.b.c.d) and 6to4 (2002:aabb:ccdd::); undefined for any other address.
+ * The IPv4 address an IPv6 address carries and is routed to: IPv4-mapped (::ffff:a.b.c.d), IPv4-translated
+ * (::ffff:0:a.b.c.d), IPv4-compatible (::a.b.c.d), NAT64 (64:ff9b::a.b.c.d) and 6to4 (2002:aabb:ccdd::); undefined
+ * for any other address.
  */
 const embeddedIpv4 = (bytes: Uint8Array): Uint8Array | undefined => {
   if (startsWithBytes(bytes, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff])) return bytes.slice(12)
+  // IPv4-translated (SIIT, ::ffff:0:a.b.c.d): where a translator is, it leads there.
+  if (startsWithBytes(bytes, [0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0])) return bytes.slice(12)
   if (startsWithBytes(bytes, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]) && (bytes[12]! | bytes[13]!) !== 0) return bytes.slice(12)
   if (startsWithBytes(bytes, [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0])) return bytes.slice(12)
   if (startsWithBytes(bytes, [0x20, 0x02])) return bytes.slice(2, 6)

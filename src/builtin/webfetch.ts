@@ -164,10 +164,14 @@ const pathSpellings = (url: URL): ReadonlyArray<string> => {
  */
 const spellings = (url: URL): ReadonlyArray<string> => {
   const read = pathSpellings(url)
+  const carried = carriedBy(url)
+  return carried === undefined ? read : [...read, ...read.map((spelling) => spelling.replace(`//${url.host}`, `//${carried}`))]
+}
+
+/** The host and port of the IPv4 address `url`'s IPv6 host carries (`1.2.3.4:8080` for `[::ffff:102:304]:8080`), if any. */
+const carriedBy = (url: URL): string | undefined => {
   const carried = url.hostname.startsWith("[") ? Address.carriedIpv4(url.hostname.slice(1, -1)) : undefined
-  if (carried === undefined) return read
-  const as = `//${carried}${url.port === "" ? "" : `:${url.port}`}`
-  return [...read, ...read.map((spelling) => spelling.replace(`//${url.host}`, as))]
+  return carried === undefined ? undefined : `${carried}${url.port === "" ? "" : `:${url.port}`}`
 }
 
 /**
@@ -221,8 +225,18 @@ const withoutDots = (path: string): string => {
   return kept.join("/") || "/"
 }
 
-/** The check a request of `url` makes. */
-const checkOf = (url: URL): Permission.Check => ({ action: NAME, resources: spellings(url), save: [savedPattern(url)] })
+/**
+ * The check a request of `url` makes. "Always" saves its origin, and where its host carries an IPv4 address, that
+ * address's origin too: the IPv4 spelling is checked beside it, and would be asked again otherwise.
+ */
+const checkOf = (url: URL): Permission.Check => {
+  const carried = carriedBy(url)
+  return {
+    action: NAME,
+    resources: spellings(url),
+    save: carried === undefined ? [savedPattern(url)] : [savedPattern(url), `${url.protocol}//${carried}/*`],
+  }
+}
 
 /**
  * Whether the agent's rules let `url` reach reserved addresses: a rule of theirs allows `webfetch` on it and names
@@ -246,7 +260,7 @@ const opensReserved = (permission: Permission.Interface, agent: string, url: URL
 
 /**
  * How a URL was reached: the URL the call named and the redirects that led from it (none when it is that URL), and
- * whether the page that redirected to it was at a reserved address (its hop connected to one).
+ * whether the page that redirected to it was at a reserved address (every address its host stood for was one).
  */
 interface Reached {
   readonly start: string
@@ -389,8 +403,9 @@ const makeTool = (services: Builtin.Services) => {
             if (kind !== undefined) return yield* refusedAddress(url, address, kind, reached)
           }
         }
-        // What the next hop, if this page redirects, was sent from.
-        reached.fromReserved = addresses.some(({ address }) => Address.reserved(address) !== undefined)
+        // What the next hop, if this page redirects, was sent from: a reserved address only where every address
+        // the host stands for is one (a name that also resolves to a public one may have been answered from there).
+        reached.fromReserved = addresses.every(({ address }) => Address.reserved(address) !== undefined)
         return yield* Effect.promise((signal) =>
           WebRequest.get({ url, addresses, maxBytes: MAX_BYTES, accept: ACCEPT[input.format ?? "markdown"], signal }),
         )

@@ -61,7 +61,9 @@ export const run = (args: ReadonlyArray<string>) =>
     return yield* Effect.callback<number>((resume) => {
       const child = Bun.spawn([process.execPath, "test", ...passed], {
         stdio: ["inherit", "inherit", "inherit"],
-        env: { ...process.env, BUN_BE_BUN: "1", ...(COMPILED ? { CORE_BIN: process.execPath } : {}) },
+        // Without Bun's transpiler cache, as core itself runs (./transpiler-cache): a command that may write the
+        // cache folder would otherwise choose the code of a large tool file this run loads.
+        env: { ...process.env, BUN_BE_BUN: "1", BUN_RUNTIME_TRANSPILER_CACHE_PATH: "0", ...(COMPILED ? { CORE_BIN: process.execPath } : {}) },
       })
       // The test run answers a signal itself (a terminal sends it to both); one sent to core alone is passed on.
       const forward = (signal: NodeJS.Signals) => () => child.kill(signal)

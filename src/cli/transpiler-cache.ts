@@ -1,27 +1,29 @@
-// Turns off Bun's runtime transpiler cache for this process, before anything is transpiled at run time: imported
-// first by ./dispatch, so every command but the few ./main answers (which transpile nothing) runs without it.
-//
-// Bun keeps the output of each module of 50 KB or more that it transpiles at run time (a Location's tool files and
-// what they import, core's own search and checkpoint threads, started from source) in a cache folder, and loads an
-// entry back when the source's hash and length match, without checking the code it holds. The folder is
-// `$XDG_CACHE_HOME/bun/@t@`, else `~/.bun/install/cache/@t@`, else the system's temporary folder: places a command
-// may write wherever XDG_CACHE_HOME points into the temporary folder or a granted one, or HOME is unset. A command
-// that wrote an entry for the search thread's source had its code run in core, outside the sandbox, at the next
-// grep. Bun reads BUN_RUNTIME_TRANSPILER_CACHE_PATH ("0": no cache) from the C environment when it first looks for
-// the folder, which `process.env` does not reach: set with libc's setenv.
+// Turns Bun's runtime transpiler cache off for this process before anything is transpiled at run time (imported first
+// by ./dispatch). Bun loads a cached module back by its source's hash alone, from a folder a command may be able to
+// write (`$XDG_CACHE_HOME/bun/@t@` in the temporary folder): a planted entry ran inside core, outside the sandbox.
+// Bun reads BUN_RUNTIME_TRANSPILER_CACHE_PATH from the C environment, which `process.env` does not reach: libc's
+// setenv sets it, and a command's environment stays as it was.
 
 import { dlopen, FFIType, ptr } from "bun:ffi"
 
 const NAME = Buffer.from("BUN_RUNTIME_TRANSPILER_CACHE_PATH\0")
 const OFF = Buffer.from("0\0")
 
+let off = false
 for (const library of ["libc.so.6", "libc.so", "libSystem.B.dylib"]) {
   try {
     const opened = dlopen(library, { setenv: { args: [FFIType.ptr, FFIType.ptr, FFIType.i32], returns: FFIType.i32 } })
-    opened.symbols.setenv(ptr(NAME), ptr(OFF), 1)
+    off = opened.symbols.setenv(ptr(NAME), ptr(OFF), 1) === 0
     opened.close()
     break
   } catch {
     // the next name: glibc, musl and macOS name it differently
   }
+}
+// Said, not hidden: where it stays on, a person can turn it off from outside.
+if (!off && process.env.BUN_RUNTIME_TRANSPILER_CACHE_PATH !== "0") {
+  process.stderr.write(
+    "core: warning: could not turn off Bun's transpiler cache (no libc to set BUN_RUNTIME_TRANSPILER_CACHE_PATH); " +
+      "start core with BUN_RUNTIME_TRANSPILER_CACHE_PATH=0 in its environment.\n",
+  )
 }

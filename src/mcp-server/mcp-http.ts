@@ -169,7 +169,9 @@ const invalidAnswer = (session: Mcp.Session, body: unknown, text: string, sessio
     const invalid = session.invalid(message)
     if (invalid === undefined) continue
     if (messages.length === 1) {
-      return new Response(JSON.stringify({ ...invalid, id: McpStdio.answerIdOf(text, body) }), {
+      // Its id as written (a batch of one keeps the id its element was read with).
+      const id = Array.isArray(body) ? (invalid as { readonly id: McpStdio.AnswerId }).id : McpStdio.answerIdOf(text, body)
+      return new Response(JSON.stringify({ ...invalid, id }), {
         status: 200,
         headers: { "content-type": "application/json", "mcp-session-id": sessionId },
       })

@@ -90,13 +90,19 @@ export const idOf = (value: unknown): Id | null => {
 }
 
 /**
- * The id an error answers a message with, read from `line` (its text) and `parsed` (that text parsed): `idOf`'s, a
- * number as the line wrote it. The line is parsed again only here, for an error: the plain path never pays for it.
+ * The id an error answers a message with, read from `line` (its text) and `parsed` (that text parsed): `idOf`'s, and
+ * where that is a number JavaScript does not hold exactly (past 2^53, or beyond JSON's range), the number as the line
+ * wrote it. Found where clients put it, in the line's beginning (`scanId`); else, in a line short enough to parse again
+ * at no cost worth an attacker's while, by parsing it again; else (an id after 64 KB of params) as read.
  */
 export const answerIdOf = (line: string, parsed: unknown): AnswerId => {
   const id = idOf(parsed)
   const given = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as { id?: unknown }).id : undefined
-  if (typeof given !== "number") return id
+  if (typeof given !== "number" || Number.isSafeInteger(given)) return id
+  const scanned = scanId(line.length > ID_SCAN_BYTES ? line.slice(0, ID_SCAN_BYTES) : line)
+  // The same number (a key given twice is read as its last: the first one found may be another).
+  if (typeof scanned === "object" && Number(JSON.stringify(scanned)) === given) return scanned
+  if (line.length > ID_SCAN_BYTES) return id
   /** Each object's `id` as written, where it is a number: the message's own is the one its root holds. */
   const sources = new Map<unknown, string>()
   let root: unknown

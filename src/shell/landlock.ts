@@ -157,9 +157,12 @@ export const granted = (paths: ReadonlyArray<string>, hidden: ReadonlyArray<stri
 }
 
 /** The filesystem rights this ABI can restrict: every right it knows, so each is denied unless granted. */
+/** LANDLOCK_ACCESS_FS_REFER (ABI 2): linking or renaming a file into another directory. */
+const REFER = 1n << 13n
+
 const handledFs = (version: number): bigint => {
   let rights = (1n << 13n) - 1n // ABI 1: execute … make_sym
-  if (version >= 2) rights |= 1n << 13n // refer
+  if (version >= 2) rights |= REFER
   if (version >= 3) rights |= TRUNCATE
   if (version >= 5) rights |= IOCTL_DEV
   return rights
@@ -347,18 +350,35 @@ const restrictSelf = (ruleset: number): string | undefined => {
 }
 
 /**
+ * Grants REFER beneath `/` in `ruleset`, which handles it (and no other filesystem right). Landlock takes REFER as
+ * handled, and denied, by every layer of a domain, even one made for a scope or for ports alone: without this rule, a
+ * layer stacked over the command's filesystem layer made every rename and link into another directory fail with
+ * EXDEV (`git mv`, `git branch -m`, `bun install`), whatever the filesystem layer granted.
+ */
+const referEverywhere = (ruleset: number): string | undefined => {
+  const fd = Native.open("/", Native.O_PATH | Native.O_CLOEXEC)
+  if (fd < 0) return `could not open / (errno ${-fd})`
+  try {
+    return addHeld(ruleset, 2, fd, true, REFER, "/")
+  } finally {
+    Native.close(fd)
+  }
+}
+
+/**
  * Restricts the calling thread (and every process it spawns afterwards) to a domain of its own that handles nothing
- * but the signal scope (ABI 6): it keeps every right, and can signal only the processes of its domain and of the
- * domains nested in it. Answers undefined, or why it could not.
+ * but the signal scope (ABI 6), and REFER granted everywhere (`referEverywhere`): it keeps every right, and can signal
+ * only the processes of its domain and of the domains nested in it. Answers undefined, or why it could not.
  */
 export const scopeSignals = (version = abi()): string | undefined => {
   if (version < 6) return "this kernel's Landlock has no signal scope (ABI 6)"
   const attr = new DataView(new ArrayBuffer(24))
+  attr.setBigUint64(0, REFER, true)
   attr.setBigUint64(16, SCOPE_SIGNAL, true)
   const ruleset = Native.syscall(SYS_CREATE_RULESET, Native.address(new Uint8Array(attr.buffer)), 24, 0)
   if (ruleset < 0) return `landlock_create_ruleset failed (errno ${-ruleset})`
   try {
-    return restrictSelf(ruleset)
+    return referEverywhere(ruleset) ?? restrictSelf(ruleset)
   } finally {
     Native.close(ruleset)
   }
@@ -378,10 +398,16 @@ const PORTS = 65_536
 export const connectRuleset = (ports: ReadonlyArray<number>, version = abi()): number | string => {
   if (version < 4) return "this kernel's Landlock has no network rules (ABI 4)"
   const attr = new DataView(new ArrayBuffer(16))
-  attr.setBigUint64(0, 0n, true)
+  // REFER, granted everywhere below: a layer for ports alone would refuse every rename into another directory.
+  attr.setBigUint64(0, REFER, true)
   attr.setBigUint64(8, CONNECT_TCP, true)
   const ruleset = Native.syscall(SYS_CREATE_RULESET, Native.address(new Uint8Array(attr.buffer)), 16, 0)
   if (ruleset < 0) return `landlock_create_ruleset failed (errno ${-ruleset})`
+  const everywhere = referEverywhere(ruleset)
+  if (everywhere !== undefined) {
+    Native.close(ruleset)
+    return everywhere
+  }
   const denied = new Set(ports)
   const bytes = new Uint8Array(16)
   const rule = new DataView(bytes.buffer)

@@ -67,6 +67,8 @@ describe("Address.reserved: IPv6", () => {
     ["::ffff:169.254.169.254", "cloud metadata address (169.254.169.254) inside"],
     ["::ffff:a00:1", "private address (10.0.0.1) inside"],
     ["::127.0.0.1", "loopback address (127.0.0.1) inside"],
+    ["::ffff:0:127.0.0.1", "loopback address (127.0.0.1) inside"],
+    ["::ffff:0:a9fe:a9fe", "cloud metadata address (169.254.169.254) inside"],
     ["64:ff9b::7f00:1", "loopback address (127.0.0.1) inside"],
     ["64:ff9b:1::7f00:1", "local-use NAT64 address (64:ff9b:1::/48)"],
     ["64:ff9b:1:7f00:1::", "local-use NAT64 address"],

@@ -354,20 +354,28 @@ describe("webfetch: fetches a session runs at once", () => {
   // descriptors (another session's bash and read failed with EMFILE) and memory.
   test("a fetch counts against shell.maxRunning: the session's next fetch waits its turn, another session's does not", async () => {
     const box = harness({ rules: [LOCAL], shell: { maxRunning: 1 } })
-    const waits: Array<string> = []
-    const held = box.settle("webfetch", { url: web.url("/hang"), timeoutMs: 2_000 }, { session: "ses_a" })
-    await Bun.sleep(300)
-    const next = box.settle("webfetch", { url: web.url("/plain") }, { session: "ses_a", onProgress: (update) => waits.push(update.message) })
-    const started = Date.now()
-    const elsewhere = await box.settle("webfetch", { url: web.url("/plain") }, { session: "ses_b" })
+    let heldSettled = false
+    const held = box.settle("webfetch", { url: web.url("/hang?held"), timeoutMs: 2_000 }, { session: "ses_a" })
+    void held.then(() => (heldSettled = true))
+    await web.requested("/hang?held")
+    const progress: Array<string> = []
+    const { promise: waiting, resolve: waited } = Promise.withResolvers<void>()
+    const next = box.settle("webfetch", { url: web.url("/plain?next") }, {
+      session: "ses_a",
+      onProgress: (update) => {
+        progress.push(update.message)
+        if (update.message.startsWith("Waiting to start")) waited()
+      },
+    })
+    await waiting
+    // Another session's fetch runs while the first holds the session's one turn, and the next waits for it.
+    const elsewhere = await box.settle("webfetch", { url: web.url("/plain?elsewhere") }, { session: "ses_b" })
     expect(elsewhere.settlement.status).toBe("success")
-    expect(Date.now() - started).toBeLessThan(1_500)
-    await Bun.sleep(200)
-    expect(waits).toEqual(["Waiting to start: 1 commands, searches and fetches of this session are running, the most it runs at once (shell.maxRunning)."])
+    expect([heldSettled, web.requests.includes("/plain?next")]).toEqual([false, false])
+    expect(progress).toEqual(["Waiting to start: 1 commands, searches and fetches of this session are running, the most it runs at once (shell.maxRunning)."])
     expect((await held).settlement.error?.message).toStartWith("Timed out after 2000 ms")
-    const after = await next
-    expect(after.settlement.status).toBe("success")
-    expect(waits.at(-1)).toBe(`GET ${web.url("/plain")}`)
+    expect((await next).settlement.status).toBe("success")
+    expect(progress.at(-1)).toBe(`GET ${web.url("/plain?next")}`)
   })
 })
 
@@ -611,6 +619,19 @@ describe("webfetch: permission per URL", () => {
       [[web.url("/article")], [`${web.origin}/*`]],
       [[other.url("/plain")], [`${other.origin}/*`]],
     ])
+  })
+
+  // The IPv4 spelling of a host written as IPv6 is checked beside it: "always" saved only the IPv6 origin, so the
+  // IPv4 spelling was asked again at every fetch.
+  test('"always" on a host written as IPv6 that carries an IPv4 address saves both origins: the next fetch is not asked', async () => {
+    const mapped = `http://[::ffff:7f00:1]:${web.port}`
+    const { settlements, asks } = await settleInOne(
+      [{ action: "webfetch", resource: `${mapped}/*`, effect: "allow" }, ASK],
+      [`${mapped}/plain`, `${mapped}/article`],
+      { reply: "always" },
+    )
+    expect(settlements.map((settlement) => settlement.status)).toEqual(["success", "success"])
+    expect(asks.map((ask) => ask.save)).toEqual([[`${mapped}/*`, `${web.origin}/*`]])
   })
 
   test('an "always" approval never opens a reserved address that no rule opens', async () => {

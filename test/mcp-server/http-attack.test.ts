@@ -203,6 +203,8 @@ describe("/mcp against a token holder's hostile requests", () => {
       ['{"jsonrpc":"2.0","id":12345678901234567891,"method":"tools/call","params":{"name":5}}', "12345678901234567891", -32602],
       ['{"jsonrpc":"2.0","id":1e400,"method":"ping"}', "1e400", -32600],
       ['{"jsonrpc":"2.0","id":"9007199254740993","method":"tools/call","params":{"name":5}}', '"9007199254740993"', -32602],
+      // A batch of one is answered as its element: with that element's id.
+      ['[{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":5}}]', "1.5", -32602],
     ] as const) {
       const text = await (await send(web.handler, "POST", headers, body)).text()
       expect([body, /"id":([^,}]*)/.exec(text)?.[1], JSON.parse(text).error.code]).toEqual([body, id, code])

@@ -226,7 +226,7 @@ describe("core mcp over stdio against hostile input", () => {
     mcp.send('{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}\n')
     mcp.send('{"jsonrpc":"2.0","id":12345678901234567891,"method":"tools/call","params":{"name":5}}\n')
     mcp.send('{"jsonrpc":"2.0","id":1e400,"method":"ping","params":{"id":7}}\n')
-    mcp.send('{"id":1.00000000000000000001,"jsonrpc":"1.0","method":"ping"}\n')
+    mcp.send('{"id":1,"jsonrpc":"1.0","method":"ping","id":9007199254740995}\n')
     mcp.send(`{"jsonrpc":"2.0","id":18014398509481985,"method":"tools/call","params":{"name":"echo","arguments":{"text":"${"z".repeat(9 * 1024 * 1024)}"}}}\n`)
     mcp.child.stdin.write(Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":36028797018963971,"method":"ping","params":{"x":"'), Buffer.from([0xff]), Buffer.from('"}}\n')]))
     mcp.request(50, "tools/call", { name: "echo", arguments: { text: "after" } })
@@ -236,7 +236,7 @@ describe("core mcp over stdio against hostile input", () => {
       "9007199254740993",
       "12345678901234567891",
       "1e400",
-      "1.00000000000000000001",
+      "9007199254740995",
       "18014398509481985",
       "36028797018963971",
     ])

@@ -58,6 +58,14 @@ describe("core's own port", () => {
     expect((await run(tcp(own.port!))).stdout.text).toBe(`${own.port}-refused\n`)
   })
 
+  // Landlock takes REFER as handled, and denied, by every layer: the layer keeping commands off core's port made every
+  // rename and link into another directory fail with EXDEV (git mv, git branch -m, bun install), as a sidecar ran them.
+  test.skipIf(!NET)(`a command kept off it still renames and links files into other directories${needs}`, async () => {
+    Supervised.listening(own.port!)
+    const result = await run(`mkdir a b c && echo x > a/f && bun -e 'require("fs").renameSync("a/f", "b/f")' && ln b/f c/g && cat b/f c/g && ${tcp(own.port!)}`)
+    expect({ stdout: result.stdout.text, stderr: result.stderr.text }).toEqual({ stdout: `x\nx\n${own.port}-refused\n`, stderr: "" })
+  })
+
   // Landlock's rules see TCP alone: a Multipath TCP socket falls back to TCP against core's listener, and connected
   // (a command approved its own ask through core serve with it). Such sockets, and SMC's, are refused outright.
   test.skipIf(!NET || perl === null)(`a command cannot reach it by Multipath TCP or SMC, which Landlock does not see${needs}`, async () => {

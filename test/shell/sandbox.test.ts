@@ -89,6 +89,21 @@ describe("the shell sandbox", () => {
     expect(readFileSync(join(outside, "core.txt"), "utf8")).toBe("core")
   })
 
+  // The supervisor's layer (the signal scope) took REFER as handled and denied it: every rename or link into another
+  // directory failed with EXDEV (git mv, git branch -m, bun install), and mv only seemed to work (it copies then).
+  test.skipIf(!LANDLOCK)(`a file renamed or linked into another directory, in the Location and in its temp directory${needs}`, async () => {
+    const location = tempDir("core-loc-")
+    // Paths as JavaScript expressions: the temp directory's from the environment.
+    const rename = (from: string, to: string) => `bun -e 'require("fs").renameSync(${from}, ${to})'`
+    const result = await run(
+      `mkdir a b c && echo x > a/f && ${rename('"a/f"', '"b/f"')} && ln b/f c/g && cat b/f c/g && ` +
+        `mkdir "$TMPDIR/d" "$TMPDIR/e" && echo y > "$TMPDIR/d/f" && ` +
+        `${rename('process.env.TMPDIR + "/d/f"', 'process.env.TMPDIR + "/e/f"')} && cat "$TMPDIR/e/f"`,
+      location,
+    )
+    expect({ stdout: result.stdout.text, stderr: result.stderr.text, exitCode: result.exitCode }).toEqual({ stdout: "x\nx\ny\n", stderr: "", exitCode: 0 })
+  })
+
   test.skipIf(!LANDLOCK)(`reading outside the Location is refused unless approved; system files stay readable${needs}`, async () => {
     const location = tempDir("core-loc-")
     const outside = tempDir("core-outside-")
