@@ -100,6 +100,16 @@ export const make = (services: { readonly directory: string; readonly todos: Tod
             priority: item.priority ?? "medium",
           }),
         )
+        // Kept within the bound it was checked against: an item the model sends back as it read it is taken again.
+        const long = todos.findIndex((item) => item.content.length > MAX_CONTENT_CHARS)
+        if (long !== -1) {
+          return yield* new Tool.Failure({
+            message:
+              `Item ${long + 1} holds characters a terminal acts on (escape sequences, controls or invisible marks), ` +
+              `kept as their escapes (\\u001b): it would be ${todos[long]!.content.length} characters, over the ` +
+              `${MAX_CONTENT_CHARS} an item holds. Write it without them, or shorter; the list was not changed.`,
+          })
+        }
         yield* services.todos.write(keyOf(context), todos).pipe(Effect.orDie)
         return { todos } satisfies Output
       }),

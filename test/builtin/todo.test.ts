@@ -102,6 +102,14 @@ describe("todowrite and todoread", () => {
       "Ship 👩\u200d💻",
     ])
     expect(Terminal.inert(textOf(written.settlement).replaceAll("\n", " "))).toBe(true)
+    // Read back and sent again as read, the list is the same: the escapes are text now.
+    const again = await location.settle("todowrite", { todos: kept.map((content: string) => ({ content, status: "pending" })) })
+    expect((again.settlement.structured as any).todos.map((item: { content: string }) => item.content)).toEqual(kept)
+    // An item within the bound as written but past it once escaped is refused, saying why, and the list stays.
+    const past = await location.settle("todowrite", { todos: [{ content: "Fix \u001b[31m".repeat(100), status: "pending" }] })
+    expect(past.settlement.status).toBe("error")
+    expect(textOf(past.settlement)).toContain("Item 1 holds characters a terminal acts on")
+    expect(((await location.settle("todoread", {})).settlement.structured as any).todos.map((item: { content: string }) => item.content)).toEqual(kept)
   })
 
   const malformed: ReadonlyArray<[string, unknown, RegExp]> = [

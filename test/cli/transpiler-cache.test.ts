@@ -37,4 +37,20 @@ describe("Bun's transpiler cache", () => {
     expect(JSON.parse(big.stdout).structured).toBe("big")
     expect([...filesUnder(join(root, "cache")), ...filesUnder(join(home, ".bun"))]).toEqual([])
   }, 120_000)
+
+  // `core test` runs the author's tests in a Bun of its own, which would otherwise cache a large tool file it loads.
+  test("core test runs without it too", async () => {
+    const root = tempDir("core-transpiler-cache-")
+    const env = { HOME: root, XDG_CACHE_HOME: join(root, "cache"), CORE_DATA_DIR: join(root, "data"), CORE_HOME: join(root, "core-home") }
+    const workspace = join(root, "ws")
+    expect((await run(["init", workspace], { env })).code).toBe(0)
+    writeFileSync(join(workspace, "tools", "big.test.ts"), `import { expect, test } from "bun:test"
+// ${"x".repeat(60 * 1024)}
+test("big", () => expect(1).toBe(1))
+`)
+    const tested = await run(["test", "tools/big.test.ts"], { env, cwd: workspace })
+    expect(tested.stderr).toContain("1 pass")
+    expect(tested.code).toBe(0)
+    expect(filesUnder(join(root, "cache"))).toEqual([])
+  }, 120_000)
 })
