@@ -8,7 +8,7 @@ export * as Bash from "./bash"
 // command gets an explicit environment without core's secrets. It returns the complete capture; bounding what the
 // model sees is the settlement's job.
 
-import { basename, dirname, sep } from "node:path"
+import { basename, dirname, resolve, sep } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Boundary } from "../permission/boundary"
@@ -206,6 +206,18 @@ const ruledLine = (paths: ReadonlyArray<string>): string =>
   `keep ${paths.length === 1 ? "it" : "them"} from commands (a file they deny reading reads as empty; one they deny changing is read-only). ` +
   "Do not try to reach the same result another way; ask the user if it must change."
 
+/** How the system words a move or link refused across file systems (EXDEV), as programs print it. */
+const CROSS_DEVICE = /Invalid cross-device link|EXDEV|cross-device link not permitted/
+
+/**
+ * What to do when a move or link into another directory was refused: across file systems, and in core's sandbox
+ * where core runs as a user who is not root (its supervisor's Landlock layer grants no moves: docs/shell.md).
+ */
+const CROSS_DEVICE_LINE =
+  "A move or link into another directory was refused (EXDEV): the system refuses it across file systems, and core's " +
+  "sandbox does where core runs as a user who is not root. Copy, then remove the original instead (mv does so by " +
+  "itself; for git mv, mv then git add -A on both paths); what cannot (bun install) needs the user to run it."
+
 const killedLine = (killed: NonNullable<Output["killed"]>): string =>
   `Killed ${killed.length} process${killed.length === 1 ? "" : "es"} still running: ${Shell.named(killed)}`
 
@@ -322,6 +334,7 @@ export const text =
     }
     if (output.sandboxed !== undefined) lines.push(sandboxedLine(output.sandboxed))
     if (output.ruled !== undefined) lines.push(ruledLine(output.ruled))
+    if (output.exitCode !== 0 && CROSS_DEVICE.test(output.output)) lines.push(CROSS_DEVICE_LINE)
     if (output.undone !== undefined) {
       const kept = output.undoneKeptIn === undefined ? "" : ` and kept in ${output.undoneKeptIn} for the person`
       const git = output.undone.filter(isGitPlace)
@@ -440,6 +453,34 @@ interface Needs {
 const PROCESS_VIEW = /^\/proc\/(self|thread-self|\d+)(\/|$)/
 const PROCESS_VIEW_WHY = "it changes a path in a process's own view of /proc, which core cannot look up for the command"
 
+/** How many places a line's moves may leave it in before its relative changes are asked of a person instead. */
+const MAX_PLACES = 16
+
+/**
+ * The directories other than `workdir` a line may run a command in after its moves: each literal `cd`, `pushd` or
+ * `env -C` target, from every place the line may be in by then (a move that fails leaves it where it was), as the
+ * system walks it and, where it holds `..`, as bash's `cd` reads it (the logical path: `cd link/..` is where it
+ * started). Undefined where one move's target is not in the text (`cd $D`, `cd -`, `popd`, `cd` alone) or they
+ * are more than MAX_PLACES.
+ */
+const placesOf = (parsed: CommandLine.Parsed, workdir: string): ReadonlyArray<string> | undefined => {
+  const places = new Set([workdir])
+  for (const command of parsed.commands) {
+    const target = CommandChecks.directoryChange(command.words)
+    if (target === undefined) continue
+    if (target === null || target.value === undefined) return undefined
+    for (const from of [...places]) {
+      const physical = CommandChecks.locate(target, from)
+      if (physical === undefined) return undefined
+      places.add(physical)
+      if (/(^|\/)\.\.(\/|$)/.test(target.value) && !target.tilde) places.add(resolve(from, target.value))
+    }
+    if (places.size > MAX_PLACES) return undefined
+  }
+  places.delete(workdir)
+  return [...places]
+}
+
 /** The longest command bash can be given (one argument: Linux's MAX_ARG_STRLEN less its terminating NUL). */
 const MAX_COMMAND_BYTES = 128 * 1024 - 1
 
@@ -491,6 +532,10 @@ const needsOf = Effect.fnUntraced(function* (
   // Each command of the line that may (`echo x > $TMPDIR/f` beside a `cat $TMPDIR/g`, which only reads).
   const unknownChanges = new Set<string>()
   const moves = parsed.commands.some((command) => CommandChecks.directoryChange(command.words) !== undefined)
+  // Where else a relative path may lead once the line moved: each directory a literal `cd` names, from each place
+  // the line may be in by then (a `cd` that fails leaves it where it was); undefined where a move's target is not
+  // in the text (`cd $D`, `cd -`, `cd` alone), and then such a path is asked of a person.
+  const places = moves ? placesOf(parsed, workdir.real) : []
   // The commands changing a path through a process's own view of /proc, with why: asked as ones changing a path
   // not known.
   const viewed = new Map<string, string>()
@@ -503,36 +548,27 @@ const needsOf = Effect.fnUntraced(function* (
     if ("whole" in found.writes) rewrites.set(found.owner, found.writes.whole)
     else for (const word of found.writes.paths) named.push({ word, writes: false, owner: found.owner, readsOnly: false, unknown: undefined, access: "write" })
   }
-  for (const path of [...CommandChecks.paths(parsed), ...named]) {
-    // Written by what its table says this operand is (`sort -o FILE`), or by a command not known to only read.
-    const changes = path.writes || path.access === "write" || path.access === "both" || !path.readsOnly
-    if (path.unknown !== undefined) {
-      if (path.writes) edits.add(path.word.text)
-      if (changes) unknownChanges.add(path.owner)
-      continue
-    }
-    if (changes && moves && !Protected.anchored(path.word.value)) unsure.add(path.word.text)
-    const absolute = CommandChecks.locate(path.word, workdir.real)
-    if (absolute === undefined) continue
+  /** Checks `path` of the line as naming `absolute` (one of the places it may lead). */
+  const checkAt = Effect.fnUntraced(function* (path: CommandChecks.Path, absolute: string, changes: boolean) {
     const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: absolute }))
     // Through a process's own view of /proc (`/proc/self/cwd/core.json`, a link to `/proc/self/fd/0`) it leads
     // where core, another process, cannot look for the command: a change there is one of a path not known.
     if (changes && resolved._tag === "Success" && resolved.success.perProcess) {
       viewed.set(path.owner, PROCESS_VIEW_WHY)
-      continue
+      return
     }
     const secret = resolved._tag === "Success" && Protected.secretToCommands(roots, resolved.success.real)
     // Only read, by what the command is (`cat`, `ls`) or by what its table says this operand is (a copy's source).
     if (secret && !path.writes && (!changes || path.access === "read" || path.access === "none")) {
       secrets.add(absolute)
-      continue
+      return
     }
     const kept =
       resolved._tag === "Success" &&
       ((changes && Protected.change(roots, resolved.success.real, { encloses: true, enclosesCode: !guarded }) !== undefined) || secret)
     if ((path.writes || kept) && resolved._tag === "Success") {
       written.add(absolute)
-      continue
+      return
     }
     // A path that cannot be resolved (a loop, a file used as a directory) is judged by where it is written.
     const pattern =
@@ -543,6 +579,29 @@ const needsOf = Effect.fnUntraced(function* (
           : `${dirname(absolute)}${sep}*`
     if (pattern !== undefined) external.add(pattern)
     if (path.writes) edits.add(Builtin.display(directory, absolute))
+  })
+  for (const path of [...CommandChecks.paths(parsed), ...named]) {
+    // Written by what its table says this operand is (`sort -o FILE`), or by a command not known to only read.
+    const changes = path.writes || path.access === "write" || path.access === "both" || !path.readsOnly
+    if (path.unknown !== undefined) {
+      if (path.writes) edits.add(path.word.text)
+      if (changes) unknownChanges.add(path.owner)
+      continue
+    }
+    if (changes && moves && !Protected.anchored(path.word.value)) {
+      // Checked where it leads from every place the line may be in, as the operand of a command run there.
+      if (places === undefined) unsure.add(path.word.text)
+      else {
+        for (const place of places) {
+          const absolute = CommandChecks.locate(path.word, place)
+          if (absolute === undefined) unsure.add(path.word.text)
+          else yield* checkAt(path, absolute, changes)
+        }
+      }
+    }
+    const absolute = CommandChecks.locate(path.word, workdir.real)
+    if (absolute === undefined) continue
+    yield* checkAt(path, absolute, changes)
   }
   // Any other word that may name a file a command changes (CommandChecks.mentioned: an argument of a program not in
   // the file table, an option's value such as `of=x`), naming a protected place: `git checkout core.json`.

@@ -8,4 +8,4 @@ export const personRequired = (what: string, resources: ReadonlyArray<string>): 
   `Refused: ${resources.map((resource) => JSON.stringify(resource)).join(", ")} would change ${what}. Core's own ` +
   "configuration changes only with a person's approval, asked each time; no rule, saved approval or --yes can " +
   "give it, and there is no person here to ask. A person must make that change (or run the call where core can " +
-  "ask them). Do not retry it."
+  "ask them). Do not retry it as it is."

@@ -582,10 +582,14 @@ export const UNKNOWN_TARGET =
   "a path known only when the command runs, which may be core's own configuration (write the path out literally " +
   "to have it checked as itself)"
 
-/** What a shell command changes when it names a relative path after a `cd`: the text cannot tell where it leads. */
+/**
+ * What a shell command changes when it names a relative path after a `cd` whose directory the text does not say
+ * (`cd $D`, `cd -`): it cannot tell where the path leads.
+ */
 export const AFTER_CD =
-  "a relative path after a cd, which may lead into core's own configuration (give it from the Location, or " +
-  "absolute, to have it checked as itself)"
+  "a relative path after a cd to a directory the command does not name literally, which may lead into core's own " +
+  "configuration (name the directory literally, give the path from the Location or absolute, or run the command " +
+  "there with bash's workdir, to have it checked as itself)"
 
 
 /** Whether a shell word's value names a place independent of the working directory (`/x`, `~/x`). */

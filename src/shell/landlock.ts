@@ -351,9 +351,10 @@ const restrictSelf = (ruleset: number): string | undefined => {
 
 /**
  * Grants REFER beneath `/` in `ruleset`, which handles it (and no other filesystem right). Landlock takes REFER as
- * handled, and denied, by every layer of a domain, even one made for a scope or for ports alone: without this rule, a
- * layer stacked over the command's filesystem layer made every rename and link into another directory fail with
- * EXDEV (`git mv`, `git branch -m`, `bun install`), whatever the filesystem layer granted.
+ * handled, and denied, by every layer of a domain, even one made for ports alone: without this rule, such a layer
+ * stacked with the command's filesystem layer made every rename and link into another directory fail with EXDEV
+ * (`git mv`, `git branch -m`, `bun install`), whatever the filesystem layer granted. Only for a layer made after the
+ * mounts: a domain handling a filesystem right may not mount.
  */
 const referEverywhere = (ruleset: number): string | undefined => {
   const fd = Native.open("/", Native.O_PATH | Native.O_CLOEXEC)
@@ -367,18 +368,19 @@ const referEverywhere = (ruleset: number): string | undefined => {
 
 /**
  * Restricts the calling thread (and every process it spawns afterwards) to a domain of its own that handles nothing
- * but the signal scope (ABI 6), and REFER granted everywhere (`referEverywhere`): it keeps every right, and can signal
- * only the processes of its domain and of the domains nested in it. Answers undefined, or why it could not.
+ * but the signal scope (ABI 6): it keeps every right, and can signal only the processes of its domain and of the
+ * domains nested in it. Answers undefined, or why it could not. It handles no filesystem right, so that the starter
+ * made in it can still mount (Landlock refuses mounts to a domain that handles any); so it grants no REFER either,
+ * and Landlock then refuses every rename and link into another directory to the commands nested in it (`EXDEV`).
  */
 export const scopeSignals = (version = abi()): string | undefined => {
   if (version < 6) return "this kernel's Landlock has no signal scope (ABI 6)"
   const attr = new DataView(new ArrayBuffer(24))
-  attr.setBigUint64(0, REFER, true)
   attr.setBigUint64(16, SCOPE_SIGNAL, true)
   const ruleset = Native.syscall(SYS_CREATE_RULESET, Native.address(new Uint8Array(attr.buffer)), 24, 0)
   if (ruleset < 0) return `landlock_create_ruleset failed (errno ${-ruleset})`
   try {
-    return referEverywhere(ruleset) ?? restrictSelf(ruleset)
+    return restrictSelf(ruleset)
   } finally {
     Native.close(ruleset)
   }

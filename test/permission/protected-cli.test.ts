@@ -35,6 +35,31 @@ describe("core exec: protected configuration", () => {
     expect(settlementOf(ordinary).status).toBe("success")
   }, 120_000)
 
+  // Every relative change after any cd was refused as protected, `cd src && touch f` among them (one of the most
+  // common shapes of a model's command): a literal cd is now followed, to every place the line may be in.
+  test("a literal cd is followed: a change in an ordinary folder runs with --yes, one reaching core's own configuration is refused", async () => {
+    const box = sandbox({ "core.json": '{ "permission": { "*": "allow" } }\n', "src/keep.txt": "k", "tools/.keep": "" })
+    const run = async (command: string) => settlementOf(await exec(box, "bash", { command }, ["--yes"]))
+    const ordinary = await run("cd src && touch made.txt && mkdir -p out && cd out && touch deeper.txt")
+    expect(ordinary.status).toBe("success")
+    expect(readFileSync(join(box.location, "src", "made.txt"), "utf8")).toBe("")
+    expect(readFileSync(join(box.location, "src", "out", "deeper.txt"), "utf8")).toBe("")
+    for (const [command, named] of [
+      ["cd tools && touch x.ts", "tools/x.ts"],
+      ["cd src && echo {} > ../core.json", "core.json"],
+      ["cd src/.. && touch core.json", "core.json"],
+      ["cd src; cd ../tools; touch x.ts", "tools/x.ts"],
+    ] as const) {
+      const refused = await run(command)
+      expect([command, refused.status, refused.error?.message.includes(`"${named}"`), refused.error?.message.includes("A person must make that change")]).toEqual([command, "error", true, true])
+    }
+    // A directory the text does not name is not followed: the change is refused as one that may lead anywhere.
+    const unnamed = await run('D=src; cd "$D" && touch f')
+    expect(unnamed.error?.message).toContain("a relative path after a cd to a directory the command does not name literally")
+    expect(unnamed.error?.message).toContain("Do not retry it as it is.")
+    expect(readFileSync(join(box.location, "core.json"), "utf8")).toBe('{ "permission": { "*": "allow" } }\n')
+  }, 120_000)
+
   test("core check marks the change as protected and always asked", async () => {
     const box = sandbox({ "core.json": RULES })
     const result = await core(box, ["check", "write", "--input", JSON.stringify({ filePath: "core.json", content: "{}" }), "--location", box.location])
