@@ -151,7 +151,7 @@ const describe = (limits: Shell.Limits, sandboxed: boolean): string =>
       "(`eval \"$X\"`, `python -c`, `node -e`, `| sh`, `xargs`, `$((a))`), and paths or redirection targets " +
       "holding expansions (`cat $HOME/x`, `> \"$OUT\"`). Write such paths out literally (`~/x` is fine).",
     "- The command sees core's environment without core's secrets, with PAGER=cat, GIT_PAGER=cat, " +
-      "GIT_TERMINAL_PROMPT=0 and TERM=dumb.",
+      "GIT_TERMINAL_PROMPT=0, TERM=dumb and no editor (GIT_EDITOR, EDITOR and VISUAL are false: give git -m).",
     "- To read, search or change files, prefer the file tools (read, glob, grep, edit, write) to cat, find, sed or echo.",
   ].join("\n")
 
@@ -370,8 +370,21 @@ const isGitPlace = (path: string): boolean => /(?:^|\/)\.git(?:\/|$)/.test(path)
 /** Variables a command never sees besides core's secrets (Shell.secrets): those that would move `cd` where its checks did not look. */
 const WITHHELD = ["CDPATH", "OLDPWD"]
 
-/** Set for every command: nothing can answer a prompt or page through output, and no terminal is attached. */
-const NON_INTERACTIVE = { PAGER: "cat", GIT_PAGER: "cat", GIT_TERMINAL_PROMPT: "0", TERM: "dumb" }
+/**
+ * Set for every command: nothing can answer a prompt or page through output, and no terminal is attached. No editor
+ * either: `git commit` without `-m` opened vim, which waited for a person until the call timed out; with `false`,
+ * git says at once to give the message with -m or -F.
+ */
+const NON_INTERACTIVE = {
+  PAGER: "cat",
+  GIT_PAGER: "cat",
+  GIT_TERMINAL_PROMPT: "0",
+  TERM: "dumb",
+  GIT_EDITOR: "false",
+  GIT_SEQUENCE_EDITOR: "false",
+  EDITOR: "false",
+  VISUAL: "false",
+}
 
 /** The whole environment of a command: core's current one, less its secrets and what is withheld, plus the non-interactive defaults. */
 const environment = (): Record<string, string | undefined> => {

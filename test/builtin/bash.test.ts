@@ -635,6 +635,21 @@ describe("bash environment", () => {
     }
   })
 
+  // With the user's EDITOR (vim) and TERM=dumb, `git commit` without -m waited for a person until the call timed out.
+  test("no editor opens: git commit without -m fails at once, git saying how to give the message", async () => {
+    const box = harness({ files: { "a.txt": "a" } })
+    const outcome = await box.settle("bash", {
+      command: 'echo "[$GIT_EDITOR][$EDITOR][$VISUAL]"; git init -q && git add a.txt && GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b git commit',
+      timeoutMs: 20_000,
+    })
+    expect(outcome.settlement.error).toBeUndefined()
+    const result = structured(outcome)
+    expect(result.timedOut).toBe(false)
+    expect(result.stdout).toBe("[false][false][false]\n")
+    expect(result.stderr).toContain("Please supply the message using either -m or -F option")
+    expect(result.exitCode).not.toBe(0)
+  })
+
   // The credentials of what core uses itself are core's: the store of record (approvals, settlements), the object
   // store (every host's outputs), the trace exporter's headers (an API key). Where core does not use them, the same
   // names are the user's own and pass, as a developer's `aws` or `psql` expects.
