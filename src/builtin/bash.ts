@@ -473,15 +473,16 @@ const MAX_PLACES = 16
  * The directories other than `workdir` a line may run a command in after its moves: each literal `cd`, `pushd` or
  * `env -C` target, from every place the line may be in by then (a move that fails leaves it where it was), as the
  * system walks it and, where it holds `..`, as bash's `cd` reads it (the logical path: `cd link/..` is where it
- * started). Undefined where one move's target is not in the text (`cd $D`, `cd -`, `popd`, `cd` alone) or they
- * are more than MAX_PLACES.
+ * started). Undefined where one move's target is not in the text (`cd $D`, `cd t*`, `cd -`, `popd`, `cd` alone)
+ * or they are more than MAX_PLACES.
  */
 const placesOf = (parsed: CommandLine.Parsed, workdir: string): ReadonlyArray<string> | undefined => {
   const places = new Set([workdir])
   for (const command of parsed.commands) {
     const target = CommandChecks.directoryChange(command.words)
     if (target === undefined) continue
-    if (target === null || target.value === undefined) return undefined
+    // A pattern (`cd t*`) names the folder bash finds when it runs: not placed from the text.
+    if (target === null || target.value === undefined || target.glob) return undefined
     for (const from of [...places]) {
       const physical = CommandChecks.locate(target, from)
       if (physical === undefined) return undefined

@@ -2,7 +2,7 @@
 // from its environment, its answerer without a terminal, --yes) refuses a model's change to core.json.
 
 import { describe, expect, test } from "bun:test"
-import { readFileSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { core, exec, sandbox, settlementOf } from "../cli/fixture"
 
@@ -49,14 +49,18 @@ describe("core exec: protected configuration", () => {
       ["cd src && echo {} > ../core.json", "core.json"],
       ["cd src/.. && touch core.json", "core.json"],
       ["cd src; cd ../tools; touch x.ts", "tools/x.ts"],
+      ["cd src && cd ../too*s && touch ../src/../tools/y.ts", "tools/y.ts"],
     ] as const) {
       const refused = await run(command)
       expect([command, refused.status, refused.error?.message.includes(`"${named}"`), refused.error?.message.includes("A person must make that change")]).toEqual([command, "error", true, true])
     }
     // A directory the text does not name is not followed: the change is refused as one that may lead anywhere.
-    const unnamed = await run('D=src; cd "$D" && touch f')
-    expect(unnamed.error?.message).toContain("a relative path after a cd to a directory the command does not name literally")
-    expect(unnamed.error?.message).toContain("Do not retry it as it is.")
+    for (const command of ['D=src; cd "$D" && touch f', "cd too*s && touch x.ts", "cd src; cd - && touch x.ts"]) {
+      const unnamed = await run(command)
+      expect([command, unnamed.error?.message.includes("a relative path after a cd to a directory the command does not name literally")]).toEqual([command, true])
+      expect(unnamed.error?.message).toContain("Do not retry it as it is.")
+    }
+    expect(existsSync(join(box.location, "tools", "x.ts"))).toBe(false)
     expect(readFileSync(join(box.location, "core.json"), "utf8")).toBe('{ "permission": { "*": "allow" } }\n')
   }, 120_000)
 
