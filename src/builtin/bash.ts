@@ -477,10 +477,11 @@ const MAX_PLACES = 16
  * or they are more than MAX_PLACES.
  */
 const placesOf = (parsed: CommandLine.Parsed, workdir: string): ReadonlyArray<string> | undefined => {
+  // Where a `cd` leads then depends on what ran before it: a link the line makes (the disk as checked does not hold
+  // it yet), `shopt -s cdable_vars` (`cd NAME` goes to $NAME), find's -execdir (a command run in each folder found).
+  if (LineFiles.makesLinks(parsed) || CommandChecks.unplacedMoves(parsed)) return undefined
   const places = new Set([workdir])
-  for (const command of parsed.commands) {
-    const target = CommandChecks.directoryChange(command.words)
-    if (target === undefined) continue
+  for (const target of CommandChecks.directoryChanges(parsed)) {
     // A pattern (`cd t*`) names the folder bash finds when it runs: not placed from the text.
     if (target === null || target.value === undefined || target.glob) return undefined
     for (const from of [...places]) {
@@ -545,7 +546,7 @@ const needsOf = Effect.fnUntraced(function* (
   const unknownChange = CommandChecks.scriptWrites(parsed) || (!guarded && found.some((check) => check.opaque !== undefined))
   // Each command of the line that may (`echo x > $TMPDIR/f` beside a `cat $TMPDIR/g`, which only reads).
   const unknownChanges = new Set<string>()
-  const moves = parsed.commands.some((command) => CommandChecks.directoryChange(command.words) !== undefined)
+  const moves = CommandChecks.directoryChanges(parsed).length > 0 || CommandChecks.unplacedMoves(parsed)
   // Where else a relative path may lead once the line moved: each directory a literal `cd` names, from each place
   // the line may be in by then (a `cd` that fails leaves it where it was); undefined where a move's target is not
   // in the text (`cd $D`, `cd -`, `cd` alone), and then such a path is asked of a person.

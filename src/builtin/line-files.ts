@@ -22,6 +22,21 @@ import { Words } from "../shell/words"
 const ruleResource = (directory: string, resolved: { readonly real: string; readonly inside: boolean }): string =>
   resolved.inside ? relative(directory, resolved.real).split(sep).join("/") || "." : resolved.real
 
+/** Whether `words` make a symbolic link (`ln -s`, `cp -s`, their long forms). */
+const linking = (words: ReadonlyArray<CommandLine.Word>): boolean => {
+  const name = basename(words[0]?.value ?? "")
+  return (
+    (name === "ln" || name === "cp") &&
+    words.slice(1).some((word) => word.value !== undefined && (/^-[A-Za-z]*s[A-Za-z]*$/.test(word.value) || /^--sy/.test(word.value)))
+  )
+}
+
+/** Whether any command of the line (or one a wrapper of it runs) makes a symbolic link: where its paths lead changes as it runs. */
+export const makesLinks = (parsed: CommandLine.Parsed): boolean => {
+  const visit = (words: ReadonlyArray<CommandLine.Word>): boolean => linking(words) || Runs.of(words).commands.some(visit)
+  return parsed.commands.some((command) => command.kind === "command" && visit(command.words))
+}
+
 /** The directories a line's `cd`s and `pushd`s name literally, each from the one before: where its relative paths may lead. */
 const cdTargets = (parsed: CommandLine.Parsed, workdir: string): ReadonlyArray<string> => {
   const found: Array<string> = []
@@ -45,10 +60,7 @@ const cdTargets = (parsed: CommandLine.Parsed, workdir: string): ReadonlyArray<s
 const madeLinks = (parsed: CommandLine.Parsed, workdir: string): ReadonlyMap<string, string> => {
   const links = new Map<string, string>()
   const visit = (words: ReadonlyArray<CommandLine.Word>): void => {
-    const name = basename(words[0]?.value ?? "")
-    const values = words.slice(1).map((word) => word.value)
-    const symbolic = values.some((value) => value !== undefined && (/^-[A-Za-z]*s[A-Za-z]*$/.test(value) || /^--sy/.test(value)))
-    if ((name === "ln" || name === "cp") && symbolic) made(words.slice(1))
+    if (linking(words)) made(words.slice(1))
     for (const inner of Runs.of(words).commands) visit(inner)
   }
   const made = (args: ReadonlyArray<CommandLine.Word>): void => {

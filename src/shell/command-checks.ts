@@ -647,7 +647,8 @@ const SCRIPTED: Readonly<Record<string, (args: ReadonlyArray<string | undefined>
  */
 export const scriptWrites = (parsed: Parsed): boolean => {
   const visit = (words: ReadonlyArray<Word>): boolean => {
-    const name = basename(words[0]?.value ?? "")
+    if (words[0]?.value === undefined) return false
+    const name = basename(words[0].value)
     const mayWrite = Object.hasOwn(SCRIPTED, name) ? SCRIPTED[name]! : undefined
     // A program file the line feeds it (`awk -f - <<< '…'`, `-f <(…)`) is code written on the line that core does
     // not read, as a sed script there is.
@@ -667,7 +668,8 @@ export const scriptWrites = (parsed: Parsed): boolean => {
 export const directoryChange = (words: ReadonlyArray<Word>): Word | null | undefined => {
   const name = basename(words[0]?.value ?? "")
   if ((name === "builtin" || name === "command") && words.length > 1) {
-    const rest = words.slice(1).filter((word) => !/^-[A-Za-z]*$/.test(word.value ?? ""))
+    // Their options, and the `--` ending them (`command -- cd src`).
+    const rest = words.slice(1).filter((word) => !/^-[A-Za-z]*$/.test(word.value ?? "") && word.value !== "--")
     return ["cd", "pushd", "popd"].includes(rest[0]?.value ?? "") ? directoryChange(rest) : undefined
   }
   if (name === "cd" || name === "pushd") {
@@ -678,14 +680,54 @@ export const directoryChange = (words: ReadonlyArray<Word>): Word | null | undef
   if (name === "env") {
     for (let index = 1; index < words.length; index++) {
       const value = words[index]!.value ?? ""
-      if (value === "-C" || value === "--chdir") return words[index + 1] ?? null
+      // `-C DIR`, and `-iC DIR` (options run together, C last).
+      if (/^-[A-Za-z]*C$/.test(value) || value === "--chdir") return words[index + 1] ?? null
       const attached = /^(?:-[A-Za-z]*C|--chdir=)(.+)$/s.exec(value)?.[1]
       if (attached !== undefined) return { ...words[index]!, text: attached, value: attached, tilde: false }
+      // An option's value (`-u NAME`, `-S STRING`) is not the command env runs.
+      if (/^-[A-Za-z]*[uS]$/.test(value) || value === "--unset" || value === "--split-string") {
+        index++
+        continue
+      }
       // The command env runs: what follows is its own.
       if (!value.startsWith("-") && !value.includes("=")) break
     }
   }
   return undefined
+}
+
+/**
+ * Every move of the working directory in `parsed` (`directoryChange`), in order, those of the commands a wrapper
+ * runs included (`nice env -C DIR cmd`, `timeout 5 env -C DIR cmd`).
+ */
+export const directoryChanges = (parsed: CommandLine.Parsed): ReadonlyArray<Word | null> => {
+  const found: Array<Word | null> = []
+  const visit = (words: ReadonlyArray<Word>): void => {
+    const change = directoryChange(words)
+    if (change !== undefined) found.push(change)
+    // A command named by an expansion runs nothing Runs can read.
+    if (words[0]?.value === undefined) return
+    for (const inner of Runs.of(words).commands) visit(inner)
+  }
+  for (const command of parsed.commands) visit(command.words)
+  return found
+}
+
+/**
+ * Whether `parsed` moves where later relative paths lead in a way no `cd` target says: `shopt` setting `cdable_vars`
+ * (or an option the text does not name), which makes `cd NAME` go to $NAME, or find's `-execdir` and `-okdir` (a
+ * command run in each folder found).
+ */
+export const unplacedMoves = (parsed: CommandLine.Parsed): boolean => {
+  const visit = (words: ReadonlyArray<Word>): boolean => {
+    // A command named by an expansion runs nothing Runs can read.
+    if (words[0]?.value === undefined) return false
+    const name = basename(words[0].value)
+    if (name === "shopt" && words.slice(1).some((word) => word.value === undefined || word.value === "cdable_vars")) return true
+    if (name === "find" && words.some((word) => word.value === "-execdir" || word.value === "-okdir")) return true
+    return Runs.of(words).commands.some(visit)
+  }
+  return parsed.commands.some((command) => visit(command.words))
 }
 
 /**

@@ -50,12 +50,27 @@ describe("core exec: protected configuration", () => {
       ["cd src/.. && touch core.json", "core.json"],
       ["cd src; cd ../tools; touch x.ts", "tools/x.ts"],
       ["cd src && cd ../too*s && touch ../src/../tools/y.ts", "tools/y.ts"],
+      // Moves the text names through a wrapper, after `--`, or past an option's value.
+      ["command -- cd src && touch ../tools/c.ts", "tools/c.ts"],
+      ["nice env -C src touch ../tools/n.ts", "tools/n.ts"],
+      ["env -u X -C src touch ../tools/u.ts", "tools/u.ts"],
+      ["env -iC src touch ../tools/i.ts", "tools/i.ts"],
     ] as const) {
       const refused = await run(command)
       expect([command, refused.status, refused.error?.message.includes(`"${named}"`), refused.error?.message.includes("A person must make that change")]).toEqual([command, "error", true, true])
     }
     // A directory the text does not name is not followed: the change is refused as one that may lead anywhere.
-    for (const command of ['D=src; cd "$D" && touch f', "cd too*s && touch x.ts", "cd src; cd - && touch x.ts"]) {
+    for (const command of [
+      'D=src; cd "$D" && touch f',
+      "cd too*s && touch x.ts",
+      "cd src; cd - && touch x.ts",
+      // A link the line makes: the disk as checked does not hold it yet (L leads to src/deep, so ../../tools is the Location's).
+      "mkdir -p src/deep && ln -s src/deep L && cd L && touch ../../tools/x.ts",
+      // cdable_vars: cd T goes to $T, tools.
+      "shopt -s cdable_vars; T=too; T+=ls; cd T && touch x.ts",
+      // A command find runs in each folder it finds.
+      "find src -maxdepth 0 -execdir touch ../tools/x.ts ;",
+    ]) {
       const unnamed = await run(command)
       expect([command, unnamed.error?.message.includes("a relative path after a cd to a directory the command does not name literally")]).toEqual([command, true])
       expect(unnamed.error?.message).toContain("Do not retry it as it is.")
