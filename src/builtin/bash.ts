@@ -218,6 +218,19 @@ const CROSS_DEVICE_LINE =
   "sandbox does where core runs as a user who is not root. Copy, then remove the original instead (mv does so by " +
   "itself; for git mv, mv then git add -A on both paths); what cannot (bun install) needs the user to run it."
 
+/**
+ * How git says it could not write its config, where core keeps it read-only: EBUSY on the rename over a mount, else
+ * the mount's or Landlock's refusal.
+ */
+const GIT_CONFIG_KEPT =
+  /could not (write|lock) config file [^\n]*: (Device or resource busy|Read-only file system|Permission denied)|Update of config-file failed/
+
+/** What to do about it: the change is the user's to make, git having said so in its own words. */
+const GIT_CONFIG_LINE =
+  "Core keeps git's config files read-only to commands (a key in them can run code when the user next runs git, " +
+  "outside the sandbox), so git could not change its config (git remote add, branch -u or --set-upstream, " +
+  "submodule init, config): what needed it did not happen, whatever git printed after. Ask the user to run it."
+
 const killedLine = (killed: NonNullable<Output["killed"]>): string =>
   `Killed ${killed.length} process${killed.length === 1 ? "" : "es"} still running: ${Shell.named(killed)}`
 
@@ -335,6 +348,7 @@ export const text =
     if (output.sandboxed !== undefined) lines.push(sandboxedLine(output.sandboxed))
     if (output.ruled !== undefined) lines.push(ruledLine(output.ruled))
     if (output.exitCode !== 0 && CROSS_DEVICE.test(output.output)) lines.push(CROSS_DEVICE_LINE)
+    if (GIT_CONFIG_KEPT.test(output.output)) lines.push(GIT_CONFIG_LINE)
     if (output.undone !== undefined) {
       const kept = output.undoneKeptIn === undefined ? "" : ` and kept in ${output.undoneKeptIn} for the person`
       const git = output.undone.filter(isGitPlace)

@@ -575,6 +575,25 @@ describe("bash: a repository the command makes", () => {
   })
 })
 
+describe("bash: a repository that was there before the command", () => {
+  // Git printed "could not write config file .git/config: Device or resource busy", or a warning and then success
+  // (`git branch -u`): nothing said why, nor that the change did not happen.
+  test("git writing its config is told the config is kept, why, and that the user makes the change", async () => {
+    const box = harness({ files: { "a.txt": "a" } })
+    const git = (args: ReadonlyArray<string>) => Bun.spawnSync(["git", "-c", "user.name=a", "-c", "user.email=a@b", ...args], { cwd: box.directory })
+    git(["init", "-q"])
+    git(["commit", "-q", "--allow-empty", "-m", "init"])
+    const config = readFileSync(join(box.directory, ".git/config"), "utf8")
+    const outcome = await box.settle("bash", { command: "git remote add upstream https://example.com/x.git" })
+    expect(textOf(outcome.settlement)).toContain(
+      "Core keeps git's config files read-only to commands (a key in them can run code when the user next runs git, outside the sandbox)",
+    )
+    expect(readFileSync(join(box.directory, ".git/config"), "utf8")).toBe(config)
+    // A command git's config has nothing to do with says nothing of it.
+    expect(textOf((await box.settle("bash", { command: "git status --short" })).settlement)).not.toContain("Core keeps git's config")
+  })
+})
+
 describe("bash: more folders than core searches for repositories", () => {
   // Past the search's bound core cannot say which repositories a command made (or may write): the model reads that,
   // and is refused the next command, with what a person must do.
