@@ -647,8 +647,7 @@ const SCRIPTED: Readonly<Record<string, (args: ReadonlyArray<string | undefined>
  */
 export const scriptWrites = (parsed: Parsed): boolean => {
   const visit = (words: ReadonlyArray<Word>): boolean => {
-    if (words[0]?.value === undefined) return false
-    const name = basename(words[0].value)
+    const name = basename(words[0]?.value ?? "")
     const mayWrite = Object.hasOwn(SCRIPTED, name) ? SCRIPTED[name]! : undefined
     // A program file the line feeds it (`awk -f - <<< '…'`, `-f <(…)`) is code written on the line that core does
     // not read, as a sed script there is.

@@ -156,10 +156,10 @@ export const granted = (paths: ReadonlyArray<string>, hidden: ReadonlyArray<stri
   return into
 }
 
-/** The filesystem rights this ABI can restrict: every right it knows, so each is denied unless granted. */
 /** LANDLOCK_ACCESS_FS_REFER (ABI 2): linking or renaming a file into another directory. */
 const REFER = 1n << 13n
 
+/** The filesystem rights this ABI can restrict: every right it knows, so each is denied unless granted. */
 const handledFs = (version: number): bigint => {
   let rights = (1n << 13n) - 1n // ABI 1: execute … make_sym
   if (version >= 2) rights |= REFER
