@@ -484,18 +484,15 @@ const PROCESS_VIEW_WHY = "it changes a path in a process's own view of /proc, wh
 const MAX_PLACES = 16
 
 /**
- * The directories other than `workdir` a line may run a command in after its moves: each literal `cd`, `pushd` or
- * `env -C` target, from every place the line may be in by then (a move that fails leaves it where it was), as the
- * system walks it and, where it holds `..`, as bash's `cd` reads it (the logical path: `cd link/..` is where it
- * started). Undefined where one move's target is not in the text (`cd $D`, `cd t*`, `cd -`, `popd`, `cd` alone)
- * or they are more than MAX_PLACES.
+ * The directories other than `workdir` a line may run a command in after its moves (`targets`, in order): each
+ * literal `cd`, `pushd` or `env -C` target, from every place the line may be in by then (a move that fails leaves it
+ * where it was), as the system walks it and, where it holds `..`, as bash's `cd` reads it (the logical path: `cd
+ * link/..` is where it started). Undefined where one move's target is not in the text (`cd $D`, `cd t*`, `cd -`,
+ * `popd`, `cd` alone) or they are more than MAX_PLACES.
  */
-const placesOf = (parsed: CommandLine.Parsed, workdir: string): ReadonlyArray<string> | undefined => {
-  // Where a `cd` leads then depends on what ran before it: a link the line makes (the disk as checked does not hold
-  // it yet), `shopt -s cdable_vars` (`cd NAME` goes to $NAME), find's -execdir (a command run in each folder found).
-  if (LineFiles.makesLinks(parsed) || CommandChecks.unplacedMoves(parsed)) return undefined
+const placesOf = (targets: ReadonlyArray<CommandLine.Word | null>, workdir: string): ReadonlyArray<string> | undefined => {
   const places = new Set([workdir])
-  for (const target of CommandChecks.directoryChanges(parsed)) {
+  for (const target of targets) {
     // A pattern (`cd t*`) names the folder bash finds when it runs: not placed from the text.
     if (target === null || target.value === undefined || target.glob) return undefined
     for (const from of [...places]) {
@@ -560,11 +557,13 @@ const needsOf = Effect.fnUntraced(function* (
   const unknownChange = CommandChecks.scriptWrites(parsed) || (!guarded && found.some((check) => check.opaque !== undefined))
   // Each command of the line that may (`echo x > $TMPDIR/f` beside a `cat $TMPDIR/g`, which only reads).
   const unknownChanges = new Set<string>()
-  const moves = CommandChecks.directoryChanges(parsed).length > 0 || CommandChecks.unplacedMoves(parsed)
-  // Where else a relative path may lead once the line moved: each directory a literal `cd` names, from each place
-  // the line may be in by then (a `cd` that fails leaves it where it was); undefined where a move's target is not
-  // in the text (`cd $D`, `cd -`, `cd` alone), and then such a path is asked of a person.
-  const places = moves ? placesOf(parsed, workdir.real) : []
+  const targets = CommandChecks.directoryChanges(parsed)
+  const unplaced = CommandChecks.unplacedMoves(parsed)
+  const moves = targets.length > 0 || unplaced
+  // Where else a relative path may lead once the line moved (undefined: not from the text, and then such a path is
+  // asked of a person). Not placed at all where a `cd` leads by what ran before it: a link the line makes (the disk
+  // as checked does not hold it yet), `shopt -s cdable_vars`, find's -execdir (./placesOf for the rest).
+  const places = !moves ? [] : unplaced || LineFiles.makesLinks(parsed) ? undefined : placesOf(targets, workdir.real)
   // The commands changing a path through a process's own view of /proc, with why: asked as ones changing a path
   // not known.
   const viewed = new Map<string, string>()
