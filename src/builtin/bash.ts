@@ -210,13 +210,13 @@ const ruledLine = (paths: ReadonlyArray<string>): string =>
 const CROSS_DEVICE = /Invalid cross-device link|EXDEV|cross-device link not permitted/
 
 /**
- * What to do when a move or link into another directory was refused: across file systems, and in core's sandbox
- * where core runs as a user who is not root (its supervisor's Landlock layer grants no moves: docs/shell.md).
+ * What to do when a move or link into another directory was refused: the system refuses one between two file
+ * systems, or two mounts of one (in the sandbox, each place a command may write is a mount of its own).
  */
 const CROSS_DEVICE_LINE =
-  "A move or link into another directory was refused (EXDEV): the system refuses it across file systems, and core's " +
-  "sandbox does where core runs as a user who is not root. Copy, then remove the original instead (mv does so by " +
-  "itself; for git mv, mv then git add -A on both paths); what cannot (bun install) needs the user to run it."
+  "A move or link into another directory was refused (EXDEV): the system refuses one between two file systems or " +
+  "two mounts (in core's sandbox, the Location, the temporary folder and each granted folder is one). Copy, then " +
+  "remove the original instead (mv does so by itself; for git mv, mv then git add -A on both paths)."
 
 /**
  * How git says it could not write its config, where core keeps it read-only: EBUSY on the rename over a mount, else

@@ -367,20 +367,23 @@ const referEverywhere = (ruleset: number): string | undefined => {
 }
 
 /**
- * Restricts the calling thread (and every process it spawns afterwards) to a domain of its own that handles nothing
- * but the signal scope (ABI 6): it keeps every right, and can signal only the processes of its domain and of the
- * domains nested in it. Answers undefined, or why it could not. It handles no filesystem right, so that the starter
- * made in it can still mount (Landlock refuses mounts to a domain that handles any); so it grants no REFER either,
- * and Landlock then refuses every rename and link into another directory to the commands nested in it (`EXDEV`).
+ * Restricts the calling thread (and every process it spawns afterwards) to a domain of its own that keeps every
+ * right but the signal scope (ABI 6): it can signal only the processes of its domain and of the domains nested in
+ * it. Answers undefined, or why it could not. With `moves`, the layer also handles REFER and grants it beneath `/`,
+ * so that the layers nested in it decide alone whether a file may be renamed or linked into another directory
+ * (Landlock takes REFER as handled, and denied, by every layer of a domain that handles any filesystem right, and
+ * one granting nothing refused every such move with EXDEV); the price is that a thread in it can no longer mount
+ * (Landlock refuses mounts to a domain that handles any filesystem right), so it is made after the mounts.
  */
-export const scopeSignals = (version = abi()): string | undefined => {
+export const scopeSignals = (version = abi(), moves = false): string | undefined => {
   if (version < 6) return "this kernel's Landlock has no signal scope (ABI 6)"
   const attr = new DataView(new ArrayBuffer(24))
+  if (moves) attr.setBigUint64(0, REFER, true)
   attr.setBigUint64(16, SCOPE_SIGNAL, true)
   const ruleset = Native.syscall(SYS_CREATE_RULESET, Native.address(new Uint8Array(attr.buffer)), 24, 0)
   if (ruleset < 0) return `landlock_create_ruleset failed (errno ${-ruleset})`
   try {
-    return restrictSelf(ruleset)
+    return (moves ? referEverywhere(ruleset) : undefined) ?? restrictSelf(ruleset)
   } finally {
     Native.close(ruleset)
   }

@@ -18,6 +18,7 @@ import { Native } from "./native"
 import { Others } from "./others"
 import { Sockets } from "./sockets"
 import type { Supervisor } from "./supervisor"
+import { SystemPrograms } from "./system-programs"
 
 /** The argument that makes the core executable a starter. */
 export const LAUNCH = "__start"
@@ -43,6 +44,11 @@ export const DENY = "deny="
  */
 export const RULES = "rules"
 export const RULES_FD = 3
+/**
+ * An argument after the supervisor's pid, `reap=FD`: the supervisor has no PID namespace, and descriptor FD is the
+ * end of a pipe its reaper reads (`reaper`).
+ */
+export const REAP = "reap="
 
 export interface Flags {
   readonly isolate: boolean
@@ -52,6 +58,7 @@ export interface Flags {
   readonly deny: ReadonlyArray<number>
   readonly rules?: boolean
   readonly userns?: boolean
+  readonly reap?: number | undefined
 }
 
 export const flags = (args: ReadonlyArray<string>): Flags => ({
@@ -62,7 +69,14 @@ export const flags = (args: ReadonlyArray<string>): Flags => ({
   deny: ports(args),
   rules: args.includes(RULES),
   userns: args.includes(USERNS),
+  reap: reapOf(args),
 })
+
+/** The descriptor a `reap=FD` argument names, if any. */
+const reapOf = (args: ReadonlyArray<string>): number | undefined => {
+  const fd = Number(args.find((arg) => arg.startsWith(REAP))?.slice(REAP.length))
+  return Number.isInteger(fd) && fd > 2 ? fd : undefined
+}
 
 /** Core's ports, and whether its ruleset for them was handed over. */
 type PortFlags = { readonly deny: ReadonlyArray<number>; readonly rules?: boolean | undefined }
@@ -103,6 +117,7 @@ export const argv = (flags: Flags): ReadonlyArray<string> => [
   ...(flags.pid ? [PID] : []),
   ...(flags.userns === true ? [USERNS] : []),
   ...(flags.deny.length > 0 ? [`${DENY}${flags.deny.join(",")}`, ...(flags.rules === true ? [RULES] : [])] : []),
+  ...(flags.reap === undefined ? [] : [`${REAP}${flags.reap}`]),
 ]
 
 /** What the supervisor tells its starter: the grants to expect, then the order. */
@@ -112,8 +127,11 @@ export type Message = Supervisor.Expect | Supervisor.Order
 export type Report =
   /** Warmed up and waiting for the order. */
   | { readonly kind: "ready" }
-  /** The sandbox is applied (`readOnly`: the order's read-only paths were mounted so); the exec comes next. */
-  | { readonly kind: "applied"; readonly readOnly: boolean }
+  /**
+   * The sandbox is applied (`readOnly`: the order's read-only paths were mounted so; `reaper`: the pid of the reaper
+   * started for the command, see `reaper`); the exec comes next.
+   */
+  | { readonly kind: "applied"; readonly readOnly: boolean; readonly reaper?: number | undefined }
   | Extract<Supervisor.Report, { kind: "refused" | "failed" }>
 
 /** How many times the warm-up runs the sandbox's code with prepared rules: enough for it to be compiled. */
@@ -184,7 +202,7 @@ export const apply = (
   way: Namespace.Way,
   readied: Readied,
   ports?: PortFlags,
-): { readonly readOnly: boolean } | { readonly failed: string } => {
+): { readonly readOnly: boolean; readonly reaper?: number | undefined } | { readonly failed: string } => {
   if (order.grants === undefined && readied.prepared !== undefined) Landlock.discard(readied.prepared)
   // A non-root core's command is in the user namespace core started its supervisor in, where the kernel counts its
   // processes and threads apart from the user's others: there they are bounded (a fork bomb), for good.
@@ -243,6 +261,8 @@ export const apply = (
     const uncovered = Namespace.cover(way, order.cover)
     if (uncovered !== undefined) return { failed: `Could not keep what the read and edit rules deny from the command: ${uncovered}` }
   }
+  // After the last mount, before the command's own layer: the command's domain is nested in the reaper's.
+  const reaper = order.grants !== undefined && reaping !== undefined ? reaperFor(reaping) : undefined
   // Rules built ahead from expected grants are as old as the wait: past EXPECTED_MS, built again now.
   if (readied.expectedAt !== undefined && performance.now() - readied.expectedAt > EXPECTED_MS && readied.prepared !== undefined) {
     Landlock.discard(readied.prepared)
@@ -271,7 +291,7 @@ export const apply = (
   }
   // Capabilities a user namespace gave the supervisor stay its own: the command inherits none of them.
   Native.prctl(Native.PR_CAP_AMBIENT, Native.PR_CAP_AMBIENT_CLEAR_ALL)
-  return { readOnly }
+  return { readOnly, reaper }
 }
 
 /**
@@ -282,6 +302,42 @@ export const PROCESSES = 4096
 
 /** Whether core started this starter's supervisor in a user namespace of its own (USERNS), set as the starter starts. */
 let ownNamespace = false
+
+/** The reaper's pipe (REAP) and the supervisor's pid, set as the starter starts where the supervisor gave one. */
+let reaping: { readonly fd: number; readonly supervisor: number } | undefined
+
+const EPERM = 1
+
+/**
+ * What a reaper runs: for each line the supervisor writes, one kill(-1, SIGKILL), which reaches every process of
+ * the reaper's domain but itself (the command's, nested in it) and nothing else; it ends when the pipe does (the
+ * supervisor gone). Started in the background and left by the shell that started it, so that it is the
+ * supervisor's child (a subreaper's) rather than the command's, in a session of its own; that shell prints its pid.
+ */
+const REAPER = "( while read -r _; do kill -9 -1; done ) <&3 >/dev/null 2>&1 3<&- & echo $!"
+
+/**
+ * Where the supervisor has no PID namespace, seals this thread in a Landlock domain of its own that handles the
+ * signal scope and grants every move (Landlock.scopeSignals with `moves`), after the mounts (a thread in it can no
+ * longer mount), and starts in it the command's reaper: a process outside the command's domain, which the command
+ * therefore cannot signal, trace or read, and whose kill(-1) ends every process of the command in one step, found
+ * or not (the supervisor, outside every domain, would reach every process of the user). The scope is proven before
+ * anything relies on it: it must refuse a signal to the supervisor, a process outside it. Answers the reaper's pid,
+ * or undefined where there is none (no signal scope before ABI 6, no shell): the supervisor then chases what is
+ * left through its own children.
+ */
+const reaperFor = ({ fd, supervisor }: { readonly fd: number; readonly supervisor: number }): number | undefined => {
+  if (Landlock.scopeSignals(Landlock.abi(), true) !== undefined || Native.kill(supervisor, 0) !== EPERM) return undefined
+  const shell = SystemPrograms.find("sh")
+  if (shell === null) return undefined
+  try {
+    const started = Bun.spawnSync([shell, "-c", REAPER], { stdio: ["ignore", "pipe", "ignore", fd], detached: true, env: {}, cwd: "/" })
+    const pid = Number(started.stdout.toString().trim())
+    return started.exitCode === 0 && Number.isInteger(pid) && pid > 0 ? pid : undefined
+  } catch {
+    return undefined
+  }
+}
 
 /** Who the entry at `path` is (`dev:ino`, not following a link), or undefined where there is none. */
 const identityOf = (path: string): string | undefined => {
@@ -303,6 +359,9 @@ const warmUp = (ready: Readied, sandbox: boolean, way: Namespace.Way) => {
   Native.cStrings(Object.entries(process.env).map(([name, value]) => `${name}=${value}`))
   Sockets.prepare()
   Others.prepare()
+  // A spawn's first costs twenty milliseconds more than the next: the reaper's is not the order's.
+  const warmer = reaping === undefined ? null : SystemPrograms.find("true")
+  if (warmer !== null) Bun.spawnSync([warmer], { stdio: ["ignore", "pipe", "ignore"], detached: true, env: {}, cwd: "/" })
   if (Landlock.abi() > 0) {
     const sample = { read: Landlock.granted(Landlock.SYSTEM_READABLE, []), write: ["/tmp"], devices: Landlock.devices() }
     Landlock.restrict(sample, Landlock.abi(), false)
@@ -370,7 +429,7 @@ const become = async (
   const path = program(order)
   if (path === undefined) return { kind: "refused", code: "ENOENT", message: `Executable not found in $PATH: "${order.argv[0]}"` }
   // Said before the exec, which closes the channel: the supervisor takes that close for the command's start.
-  await send({ kind: "applied", readOnly: applied.readOnly })
+  await send({ kind: "applied", readOnly: applied.readOnly, reaper: applied.reaper })
   const env = Object.entries(order.env).map(([name, value]) => `${name}=${value}`)
   return refusal(Native.execute(path, order.argv, env), "execve", path)
 }
@@ -380,9 +439,14 @@ const become = async (
  * with `pid`, the PID namespace's own /proc; unless `cold`, what a sandbox takes (`warmUp`). With `deny`, the layer
  * keeping the command off core's ports comes with the order, last (see `apply`).
  */
-export const main = async (supervisor: number, { isolate, sandbox, cold, pid, deny, rules, userns }: Flags): Promise<never> => {
+export const main = async (supervisor: number, { isolate, sandbox, cold, pid, deny, rules, userns, reap }: Flags): Promise<never> => {
   keepRules({ deny, rules })
   ownNamespace = userns === true
+  // The reaper's pipe reaches the reaper alone: never the command, which could read what the supervisor writes.
+  if (reap !== undefined) {
+    Native.closeOnExec(reap)
+    reaping = { fd: reap, supervisor }
+  }
   // Dies with its supervisor, the command it becomes too (the signal outlives the exec): nothing of a call is left
   // running once its supervisor is gone.
   Native.prctl(Native.PR_SET_PDEATHSIG, SIGKILL)

@@ -5,14 +5,14 @@ export * as Supervisor from "./supervisor"
 // subreaper, so every descendant stays its descendant however it detaches (setsid, `set -m`, double fork,
 // setpgrp); it dies with core (a parent-death signal). It never enters a command's sandbox: a sandboxed command
 // starts as a child of its own (./starter) that applies the sandbox to itself and execs the command, so nothing the
-// command runs can signal the supervisor. Before that child starts, the supervisor seals itself in a Landlock
-// domain that handles only the signal scope: the command's domain is nested in it, so the supervisor can signal the
-// command's processes and nothing else, and one kill(-1) ends them all at once (`sealed`). When the command exits,
+// command runs can signal the supervisor. One kill(-1) then ends all of the command's processes at once (`sealed`):
+// the supervisor's own, as the first process of the command's PID namespace; otherwise its reaper's, a process the
+// starter leaves in a Landlock domain the command's is nested in (Starter `reaperFor`). When the command exits,
 // times out, is cancelled or core dies, it ends every descendant and reports what it ended. It imports nothing
 // heavy: it starts for every command. It decides nothing and never writes to stdout or stderr, which belong to the
 // command.
 
-import { openSync, readSync, writeFileSync } from "node:fs"
+import { closeSync, openSync, readSync, writeFileSync, writeSync } from "node:fs"
 import { join } from "node:path"
 import { Landlock } from "./landlock"
 import { Namespace } from "./namespace"
@@ -82,7 +82,6 @@ const CHASE_MS = 5_000
 const CHASE_ROUNDS_PER_TURN = 64
 const SIGHUP = 1
 const SIGKILL = 9
-const EPERM = 1
 
 /**
  * What core tells a spare readied for a sandbox before its order: the grants it expects the order to make (the
@@ -203,21 +202,51 @@ const hostParent = (): (() => number) => {
 
 /**
  * Whether one kill(-1, SIGKILL) reaches every process of the command and nothing else. Either the supervisor is the
- * first process of the command's PID namespace, whose processes alone kill(-1) reaches then; or its thread is in a
- * Landlock domain of its own that handles nothing but the signal scope, made before its starter started, so that
- * the command's domain is nested in it and the scope limits kill(-1) to the processes of the two. The scope is
- * proven before anything relies on it: it must refuse a signal to core, a process outside it.
+ * first process of the command's PID namespace, whose processes alone its kill(-1) reaches then; or the command has a
+ * reaper (`reaper`), whose kill(-1) reaches the processes of its Landlock domain, in which the command's is nested.
  */
 let sealed = false
-let sealing = false
 
-/** Seals the supervisor (see `sealed`), where it can be; `parent` is core's pid. Answers whether it is sealed. */
-const seal = (inNamespace: boolean, parent: number): boolean => {
-  if (sealing) return sealed
-  sealing = true
-  if (inNamespace) return (sealed = true)
-  if (Landlock.scopeSignals() !== undefined) return false
-  return (sealed = Native.kill(parent, 0) === EPERM)
+/**
+ * The command's reaper, where its starter started one (Starter `reaperFor`): its pid, and the pipe it reads, one
+ * line per kill(-1). It is a child of this process (a subreaper) in a session of its own, outside the command's
+ * domain: the command can neither signal nor trace it, and it is never taken for one of the command's processes.
+ */
+let reaper: { readonly pid: number; readonly fd: number } | undefined
+
+/** Lets the reaper go (its pipe closed, it ends): gone, or no longer needed. Nothing is sealed then but a namespace. */
+const retire = (inNamespace: boolean) => {
+  if (reaper !== undefined) closeQuietly(reaper.fd)
+  reaper = undefined
+  sealed = inNamespace
+}
+
+const closeQuietly = (fd: number) => {
+  try {
+    closeSync(fd)
+  } catch {
+    // closed already
+  }
+}
+
+/** Native.reap, noting the reaper's end should it be the child reaped: its pid may be another process's next. */
+const reapChild = (pid = -1): number => {
+  const reaped = Native.reap(pid)
+  if (reaped > 0 && reaped === reaper?.pid) retire(false)
+  return reaped
+}
+
+/** One kill(-1, SIGKILL) of every process in reach (`sealed`): the supervisor's own, or its reaper's. */
+const strike = (): boolean => {
+  if (reaper === undefined) return Native.kill(-1, SIGKILL) === 0
+  try {
+    writeSync(reaper.fd, "\n")
+    return true
+  } catch {
+    // The reaper is gone (the machine ran out of memory and took it, say): the supervisor chases what is left.
+    retire(false)
+    return false
+  }
 }
 
 /**
@@ -227,16 +256,19 @@ const seal = (inNamespace: boolean, parent: number): boolean => {
  */
 const sweep = async (command: Bun.Subprocess): Promise<ReadonlyArray<number>> => {
   for (let round = 0; round < KILL_ROUNDS && !alone(command); round++) {
-    Native.kill(-1, SIGKILL)
+    if (!strike()) return []
     await sleep(round === 0 ? 1 : POLL_MS)
   }
   if (alone(command)) return []
   try {
-    return ProcessGroup.descendants(process.pid).map((process_) => process_.pid)
+    return others(ProcessGroup.descendants(process.pid).map((process_) => process_.pid))
   } catch {
     return [command.pid]
   }
 }
+
+/** `pids` but the reaper's. */
+const others = (pids: Array<number>): Array<number> => (reaper === undefined ? pids : pids.filter((pid) => pid !== reaper!.pid))
 
 /**
  * Ends, unsealed, what the searches missed: a chain of processes that each fork the next and exit. Each process of
@@ -250,7 +282,8 @@ const chase = async (command: Bun.Subprocess): Promise<{ killed: ReadonlyArray<E
   const killed = new Map<number, Ended>()
   const deadline = performance.now() + CHASE_MS
   for (let round = 1; !alone(command) && performance.now() < deadline; round++) {
-    const found = ProcessGroup.children(process.pid)
+    const listed = ProcessGroup.children(process.pid)
+    const found = listed === undefined ? undefined : others(listed)
     if (found === undefined) {
       const again = await endAll(0).catch(() => undefined)
       if (again === undefined) break
@@ -266,7 +299,7 @@ const chase = async (command: Bun.Subprocess): Promise<{ killed: ReadonlyArray<E
     if (round % CHASE_ROUNDS_PER_TURN === 0) await sleep(1)
   }
   if (alone(command)) return { killed: [...killed.values()], survivors: [] }
-  return { killed: [...killed.values()], survivors: ProcessGroup.children(process.pid) ?? [command.pid] }
+  return { killed: [...killed.values()], survivors: others(ProcessGroup.children(process.pid) ?? [command.pid]) }
 }
 
 /** Set when the end must not wait any longer (core is gone or forcing its exit): cuts a grace period short. */
@@ -280,7 +313,7 @@ const endAll = async (graceMs: number): Promise<{ killed: ReadonlyArray<Ended>; 
   const self = process.pid
   const seen = new Map<number, Ended>()
   const look = () => {
-    const found = ProcessGroup.descendants(self)
+    const found = ProcessGroup.descendants(self).filter((process_) => process_.pid !== reaper?.pid)
     for (const process_ of found) if (!seen.has(process_.pid)) seen.set(process_.pid, { pid: process_.pid, name: process_.name })
     return found
   }
@@ -330,14 +363,22 @@ const endGroup = async (
 /**
  * Whether nothing the command started is left, known without reading /proc: once the command has exited (and
  * Bun has reaped it), a subreaper with no child at all has no descendant either, since every orphan becomes its
- * child. Reaps the orphans that ended meanwhile.
+ * child. Where the command has a reaper, a child of its own, its children are read: the reaper alone is nothing of
+ * the command's. Reaps the orphans that ended meanwhile.
  */
 const alone = (command: Bun.Subprocess): boolean => {
   if (command.exitCode === null && command.signalCode === null) return false
   let reaped: number
-  do reaped = Native.reap()
+  do reaped = reapChild()
   while (reaped > 0)
-  return reaped === -1
+  if (reaped === -1) return true
+  if (reaper === undefined) return false
+  try {
+    const left = ProcessGroup.children(process.pid) ?? ProcessGroup.descendants(process.pid).map((process_) => process_.pid)
+    return left.length === 1 && left[0] === reaper.pid
+  } catch {
+    return false
+  }
 }
 
 /** The children Bun started here (the command, starters, the warm-up's), which Bun reaps itself: never `orphans`'. */
@@ -371,7 +412,7 @@ const orphans = (): void => {
   for (let reaped = 0; reaped < REAP_BATCH; reaped++) {
     const pid = Native.endedChild()
     if (pid <= 0 || spawned.has(pid)) return
-    Native.reap(pid)
+    reapChild(pid)
   }
 }
 
@@ -406,7 +447,7 @@ const conclude = (command: Bun.Subprocess, name: string, grace: number): Ending 
       survivors = chased.survivors
     }
     // Orphans it adopted and ended are its children: reap them, so none is left a zombie.
-    while (Native.reap() > 0);
+    while (reapChild() > 0);
     return ended(command, killed, survivors)
   })()
 }
@@ -474,7 +515,7 @@ const refuse = (report: Extract<Report, { kind: "refused" | "failed" }>) => void
 
 /** How it went with a starter's order: the command runs, or the report of why it does not. */
 type Outcome =
-  | { readonly kind: "started"; readonly readOnly: boolean }
+  | { readonly kind: "started"; readonly readOnly: boolean; readonly reaper?: number | undefined }
   | Extract<Report, { kind: "refused" | "failed" }>
   /** It ended before saying anything of an order (killed while it waited, say): nothing of the command ran. */
   | { readonly kind: "gone" }
@@ -491,53 +532,72 @@ interface Starting {
   readonly outcome: Promise<Outcome>
   /** Whether its channel has closed: it exec'd, or it is gone. */
   readonly closed: () => boolean
+  /** The end the supervisor writes of the pipe the command's reaper would read (`reaper`), where it was given one. */
+  readonly reap?: number | undefined
 }
 
 /**
  * Starts a starter for this supervisor, in a session of its own (the command's), with the supervisor's stdout and
- * stderr (the command's output) and `stdin`: the supervisor's own, for a server's pipe, or /dev/null.
+ * stderr (the command's output) and `stdin`: the supervisor's own, for a server's pipe, or /dev/null. Given `reaped`
+ * (the supervisor has no PID namespace), it is handed the pipe its command's reaper would read.
  */
-const startStarter = (flags: Starter.Flags, stdin: "inherit" | "ignore"): Starting => {
+const startStarter = (flags: Starter.Flags, stdin: "inherit" | "ignore", reaped: boolean): Starting => {
+  // Core's ruleset for its ports goes on as the starter's descriptor 3, where this process was handed one; the
+  // reaper's pipe after it.
+  const given = flags.rules === true && flags.deny.length > 0 ? [Starter.RULES_FD] : []
+  const pipe = reaped ? Native.pipe() : undefined
+  const ends = typeof pipe === "object" ? pipe : undefined
+  if (ends !== undefined) given.push(ends[0])
+  const reap = ends === undefined ? undefined : 2 + given.length
   let onReady: (ready: boolean) => void = () => {}
   let onOutcome: (outcome: Outcome) => void = () => {}
   const ready = new Promise<boolean>((resolve) => (onReady = resolve))
   const outcome = new Promise<Outcome>((resolve) => (onOutcome = resolve))
-  let applied: { readonly readOnly: boolean } | undefined
+  let applied: { readonly readOnly: boolean; readonly reaper?: number | undefined } | undefined
   let closed = false
-  const process_ = Bun.spawn(
-    [
-      ...OwnExecutable.argv(join(import.meta.dir, "launch.ts")),
-      Starter.LAUNCH,
-      String(process.pid),
-      ...Starter.argv(flags),
-    ],
-    {
-      cwd: "/",
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
-      // Core's ruleset for its ports goes on as the starter's descriptor 3, where this process was handed one.
-      stdio: [stdin, "inherit", "inherit", ...(flags.rules === true && flags.deny.length > 0 ? [Starter.RULES_FD] : [])],
-      detached: true,
-      serialization: "json",
-      ipc: (report: Starter.Report) => {
-        if (report.kind === "ready") onReady(true)
-        else if (report.kind === "applied") applied = report
-        else onOutcome(report)
+  let process_: Bun.Subprocess
+  try {
+    process_ = Bun.spawn(
+      [
+        ...OwnExecutable.argv(join(import.meta.dir, "launch.ts")),
+        Starter.LAUNCH,
+        String(process.pid),
+        ...Starter.argv({ ...flags, reap }),
+      ],
+      {
+        cwd: "/",
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+        stdio: [stdin, "inherit", "inherit", ...given],
+        detached: true,
+        serialization: "json",
+        ipc: (report: Starter.Report) => {
+          if (report.kind === "ready") onReady(true)
+          else if (report.kind === "applied") applied = report
+          else onOutcome(report)
+        },
+        // Its channel closes on the exec, which leaves it nothing that speaks to the supervisor: the command started.
+        // Closed with nothing said, it ended before.
+        onDisconnect: () => {
+          closed = true
+          onReady(false)
+          onOutcome(applied === undefined ? { kind: "gone" } : { kind: "started", readOnly: applied.readOnly, reaper: applied.reaper })
+        },
       },
-      // Its channel closes on the exec, which leaves it nothing that speaks to the supervisor: the command started.
-      // Closed with nothing said, it ended before.
-      onDisconnect: () => {
-        closed = true
-        onReady(false)
-        onOutcome(applied === undefined ? { kind: "gone" } : { kind: "started", readOnly: applied.readOnly })
-      },
-    },
-  )
+    )
+  } catch (cause) {
+    if (ends !== undefined) closeQuietly(ends[1])
+    throw cause
+  } finally {
+    // The starter's end is its own now (and its reaper's).
+    if (ends !== undefined) closeQuietly(ends[0])
+  }
   ours(process_)
-  return { process: process_, ready, outcome, closed: () => closed }
+  return { process: process_, ready, outcome, closed: () => closed, reap: ends?.[1] }
 }
 
 /** Ends a starter that will not be used, and waits until it is gone (it must not be taken for the command's). */
 const dismiss = async (starter: Starting) => {
+  if (starter.reap !== undefined) closeQuietly(starter.reap)
   starter.process.kill("SIGKILL")
   await starter.process.exited
 }
@@ -556,14 +616,15 @@ export const main = async (
   // core's executable, where unshare started this one) reaches no command.
   Native.closeAllOnExec()
   const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
-  // Sealed before a sandboxed spare's starter starts, so that the starter, and the command it becomes, are in reach.
-  if (sandbox) seal(pid && process.pid === 1, parent)
+  // The first process of the command's PID namespace: its own kill(-1) reaches the command's processes alone.
+  // Otherwise the command's starter leaves a reaper for it (`reaper`).
+  sealed = pid && process.pid === 1
   /**
    * The starter readied for the order, and the grants core expects it to make. A sandboxed spare's starts first,
    * so that its start overlaps this one's: it readies itself (its /proc, what every sandbox mounts).
    */
   let starter: Starting | undefined = sandbox
-    ? startStarter({ isolate, sandbox: !cold, cold, pid: pid && process.pid === 1, deny, rules, userns }, "ignore")
+    ? startStarter({ isolate, sandbox: !cold, cold, pid: sealed, deny, rules, userns }, "ignore", !sealed)
     : undefined
   let expected: Expect | undefined
   // Core's ports are kept from the commands this process spawns itself: not a sandboxed spare's, as its starter
@@ -639,14 +700,13 @@ export const main = async (
     if (unkept !== undefined) return refuse({ kind: "failed", message: Starter.unkept(unkept) })
     const readied = starter
     starter = undefined
-    /** A starter started now: it inherits this process's namespaces and its layer on core's ports, sealed in with it. */
-    const fresh = () => {
-      seal(inNamespace, parent)
-      return startStarter(
+    /** A starter started now: it inherits this process's namespaces and its layer on core's ports. */
+    const fresh = () =>
+      startStarter(
         { isolate, sandbox: false, cold: true, pid: false, deny: denied ? [] : deny, rules, userns },
         order.stdinPipe === true ? "inherit" : "ignore",
+        !inNamespace,
       )
-    }
     const handOver = (to: Starting): Promise<Outcome> => {
       try {
         to.process.send(order)
@@ -669,6 +729,10 @@ export const main = async (
     }
     if (outcome.kind === "gone") return refuse({ kind: "failed", message: STARTER_GONE })
     if (outcome.kind !== "started") return refuse(outcome)
+    if (outcome.reaper !== undefined && using.reap !== undefined) {
+      reaper = { pid: outcome.reaper, fd: using.reap }
+      sealed = true
+    } else if (using.reap !== undefined) closeQuietly(using.reap)
     started(using.process, outcome.readOnly)
   }
   /** The command runs: reported, and followed to its end (none: see `run`). */

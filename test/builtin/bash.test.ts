@@ -48,7 +48,7 @@ describe("bash results", () => {
   // `git mv` and `bun install` failed with "Invalid cross-device link", which says nothing of what to do instead.
   test("a move refused with EXDEV says to copy and remove instead; a success that prints the words says nothing more", async () => {
     const failed = textOf((await harness().settle("bash", { command: "echo \"mv: cannot move 'a' to 'b/a': Invalid cross-device link\" >&2; exit 1" })).settlement)
-    expect(failed).toEndWith("Exit code 1\nA move or link into another directory was refused (EXDEV): the system refuses it across file systems, and core's sandbox does where core runs as a user who is not root. Copy, then remove the original instead (mv does so by itself; for git mv, mv then git add -A on both paths); what cannot (bun install) needs the user to run it.")
+    expect(failed).toEndWith("Exit code 1\nA move or link into another directory was refused (EXDEV): the system refuses one between two file systems or two mounts (in core's sandbox, the Location, the temporary folder and each granted folder is one). Copy, then remove the original instead (mv does so by itself; for git mv, mv then git add -A on both paths).")
     const fine = textOf((await harness().settle("bash", { command: "echo EXDEV" })).settlement)
     expect(fine).toBe("EXDEV\n\nExit code 0")
   })

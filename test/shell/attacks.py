@@ -1,6 +1,7 @@
 # What a hostile sandboxed command tries against every process it can find of core's (`python3 attacks.py
-# SUPERVISOR`): its supervisor, core, the spare supervisor and starter readied for the next call, another call's
-# supervisor and command (named core-victim, which waits for a file `done` this writes last). Waits (up to 20 s)
+# SUPERVISOR`): its supervisor, its own reaper (the supervisor's other child, where there is no PID namespace), core,
+# the spare supervisor and starter readied for the next call, another call's supervisor and command (named
+# core-victim, which waits for a file `done` this writes last). Waits (up to 20 s)
 # until it sees them all where it sees core. Prints, for each, what each attempt answered: "ok" or the errno. Each
 # change would set what the process has now, so an attempt let through changes nothing but its result.
 import ctypes, fcntl, json, os, resource, signal, sys, time
@@ -37,6 +38,10 @@ def find():
     if core == 0:
         return found
     found["core"] = core
+    # This program's parent is the command: whatever else the supervisor has is the command's reaper.
+    for child in children(supervisor):
+        if child != os.getppid():
+            found["reaper"] = child
     for other in children(core):
         if other == supervisor or not launched(other, "__supervise"):
             continue
@@ -52,7 +57,7 @@ def find():
 # In a PID namespace of its own, the command sees its supervisor alone (whose parent it sees as 0).
 deadline = time.time() + 20
 targets = find()
-while "core" in targets and len(targets) < 6 and time.time() < deadline:
+while "core" in targets and len(targets) < 7 and time.time() < deadline:
     time.sleep(0.1)
     targets = find()
 

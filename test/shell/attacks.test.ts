@@ -250,14 +250,14 @@ describe("a sandboxed command that turns on the processes around it", () => {
   for (const variant of variants) {
     const skipped = variant.skip ? " (SKIPPED: needs root, Landlock 6, python3, and for another user setpriv and a readable checkout)" : ""
 
-    test.skipIf(variant.skip)(`${variant.name}: every attempt on its supervisor, core, the spare and another call is refused${skipped}`, () => {
+    test.skipIf(variant.skip)(`${variant.name}: every attempt on its supervisor, its reaper, core, the spare and another call is refused${skipped}`, () => {
       const [attack, other, next] = core(variant, "crowd", "python3 attacks.py $PPID")
       const results = JSON.parse(attack!.stdout) as Record<string, Record<string, number | "ok">>
       // In a PID namespace of its own, the command sees its supervisor alone; otherwise every process of core's.
       expect(Object.keys(results).sort()).toEqual(
         variant.pids
           ? ["every process of the user", "supervisor"]
-          : ["core", "every process of the user", "other command", "other supervisor", "spare starter", "spare supervisor", "supervisor"],
+          : ["core", "every process of the user", "other command", "other supervisor", "reaper", "spare starter", "spare supervisor", "supervisor"],
       )
       for (const [target, attempts] of Object.entries(results)) {
         for (const [attempt, result] of Object.entries(attempts)) {

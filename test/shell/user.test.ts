@@ -37,6 +37,19 @@ const possible = (): boolean => {
 }
 const runnable = possible()
 
+/** The user's processes that run a command's reaper (Starter `reaperFor`): what the shell that is one runs. */
+const reapers = (): Array<number> =>
+  readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return statSync(`/proc/${pid}`).uid === USER && readFileSync(`/proc/${pid}/cmdline`, "latin1").includes("kill -9 -1")
+      } catch {
+        return false
+      }
+    })
+    .map(Number)
+
 const run = (command: string, frozen?: { readonly name: string; readonly text: string }) => {
   const home = owned("core-user-home-")
   const records = owned("core-user-runs-")
@@ -104,6 +117,26 @@ describe.skipIf(!runnable)(`core run by a user who is not root${runnable ? "" : 
     expect(after.mode & 0o777).toBe(0o600)
     expect(after.mtimeMs).toBe(before.mtimeMs)
     expect(statSync(join(cwd, "own")).mode & 0o777).toBe(0o755)
+  })
+
+  // Every rename or link into another directory failed with EXDEV here: the supervisor's Landlock layer (the signal
+  // scope) handled no filesystem right so that the starter in it could mount, and Landlock then takes REFER as denied
+  // by it. The starter now seals itself after its mounts, in a layer that grants REFER, and leaves the reaper there.
+  test("a file renamed or linked into another directory, as git mv does; the command's reaper leaves with the call", async () => {
+    const { cwd, result } = run(
+      `mkdir a b c && echo x > a/f && python3 -c 'import os; os.rename("a/f", "b/f")' && ln b/f c/g && cat b/f c/g
+       git init -q r && cd r && echo y > y && git add y && git -c user.name=u -c user.email=u@x commit -qm one
+       mkdir d && git mv y d/y && git status --short`,
+    )
+    expect({ stdout: result.stdout, stderr: result.stderr, exitCode: result.exitCode }).toEqual({ stdout: "x\nx\nR  y -> d/y\n", stderr: "", exitCode: 0 })
+    expect(readFileSync(join(cwd, "r", "d", "y"), "utf8")).toBe("y\n")
+    // Its pipe closed with the supervisor, the reaper ends: nothing of the call is left running.
+    let left = reapers()
+    for (let tries = 0; tries < 100 && left.length > 0; tries++) {
+      await Bun.sleep(20)
+      left = reapers()
+    }
+    expect(left).toEqual([])
   })
 
   // The kernel counts a user's processes and threads per user namespace, and the command is in its supervisor's.
