@@ -330,6 +330,8 @@ const reaperFor = ({ fd, supervisor }: { readonly fd: number; readonly superviso
   if (Landlock.scopeSignals(Landlock.abi(), true) !== undefined || Native.kill(supervisor, 0) !== EPERM) return undefined
   const shell = SystemPrograms.find("sh")
   if (shell === null) return undefined
+  // Capabilities a user namespace gave the supervisor are not the reaper's either: it needs none.
+  Native.prctl(Native.PR_CAP_AMBIENT, Native.PR_CAP_AMBIENT_CLEAR_ALL)
   try {
     const started = Bun.spawnSync([shell, "-c", REAPER], { stdio: ["ignore", "pipe", "ignore", fd], detached: true, env: {}, cwd: "/" })
     const pid = Number(started.stdout.toString().trim())

@@ -207,6 +207,9 @@ const hostParent = (): (() => number) => {
  */
 let sealed = false
 
+/** Whether the supervisor is the first process of the command's PID namespace: the only place its own kill(-1) may go. */
+let namespaced = false
+
 /**
  * The command's reaper, where its starter started one (Starter `reaperFor`): its pid, and the pipe it reads, one
  * line per kill(-1). It is a child of this process (a subreaper) in a session of its own, outside the command's
@@ -215,10 +218,22 @@ let sealed = false
 let reaper: { readonly pid: number; readonly fd: number } | undefined
 
 /** Lets the reaper go (its pipe closed, it ends): gone, or no longer needed. Nothing is sealed then but a namespace. */
-const retire = (inNamespace: boolean) => {
+const retire = () => {
   if (reaper !== undefined) closeQuietly(reaper.fd)
   reaper = undefined
-  sealed = inNamespace
+  sealed = namespaced
+}
+
+/**
+ * Ends and reaps the reaper, once the command's end is reported: it would otherwise outlive the supervisor, a zombie
+ * until whatever adopts it reaps it. Its pid is still its own until it is reaped here.
+ */
+const endReaper = async () => {
+  if (reaper === undefined) return
+  const pid = reaper.pid
+  retire()
+  Native.kill(pid, SIGKILL)
+  for (let tries = 0; tries < 100 && Native.reap(pid) === 0; tries++) await sleep(1)
 }
 
 const closeQuietly = (fd: number) => {
@@ -232,19 +247,23 @@ const closeQuietly = (fd: number) => {
 /** Native.reap, noting the reaper's end should it be the child reaped: its pid may be another process's next. */
 const reapChild = (pid = -1): number => {
   const reaped = Native.reap(pid)
-  if (reaped > 0 && reaped === reaper?.pid) retire(false)
+  if (reaped > 0 && reaped === reaper?.pid) retire()
   return reaped
 }
 
-/** One kill(-1, SIGKILL) of every process in reach (`sealed`): the supervisor's own, or its reaper's. */
+/**
+ * One kill(-1, SIGKILL) of every process in reach (`sealed`): the supervisor's own in its PID namespace, or its
+ * reaper's. Answers false where there is neither (the reaper gone: the machine ran out of memory and took it, or
+ * someone ended it from outside, and was reaped since): the supervisor then chases what is left. Outside a namespace
+ * its own kill(-1) would reach every process of the user, core among them, so it never makes one there.
+ */
 const strike = (): boolean => {
-  if (reaper === undefined) return Native.kill(-1, SIGKILL) === 0
+  if (reaper === undefined) return namespaced && Native.kill(-1, SIGKILL) === 0
   try {
     writeSync(reaper.fd, "\n")
     return true
   } catch {
-    // The reaper is gone (the machine ran out of memory and took it, say): the supervisor chases what is left.
-    retire(false)
+    retire()
     return false
   }
 }
@@ -455,7 +474,7 @@ const conclude = (command: Bun.Subprocess, name: string, grace: number): Ending 
 /** Sends the last report and exits. */
 const deliver = (report: Ending): Promise<never> =>
   // Core gone: nobody to tell. Otherwise a report that cannot be delivered must not keep this process alive.
-  (urgent ? Promise.resolve() : Promise.race([send(report), sleep(1000)])).then(() => process.exit(0))
+  (urgent ? Promise.resolve() : Promise.race([send(report), sleep(1000)])).then(endReaper).then(() => process.exit(0))
 
 /** Delivers the report as soon as it is known: in the same turn when the command exited alone. */
 const settle = (report: Ending | Promise<Ending>): Promise<never> =>
@@ -618,7 +637,8 @@ export const main = async (
   const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
   // The first process of the command's PID namespace: its own kill(-1) reaches the command's processes alone.
   // Otherwise the command's starter leaves a reaper for it (`reaper`).
-  sealed = pid && process.pid === 1
+  namespaced = pid && process.pid === 1
+  sealed = namespaced
   /**
    * The starter readied for the order, and the grants core expects it to make. A sandboxed spare's starts first,
    * so that its start overlaps this one's: it readies itself (its /proc, what every sandbox mounts).

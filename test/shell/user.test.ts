@@ -4,12 +4,12 @@
 // run as root and the checkout is readable by that user; real processes throughout.
 
 import { describe, expect, test } from "bun:test"
-import { chownSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { chownSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Landlock } from "../../src/shell/landlock"
 import { Starter } from "../../src/shell/starter"
 import { tempDir } from "../support/temp"
-import { named } from "./processes"
+import { alive, named } from "./processes"
 
 const USER = 65534
 const CHILD = join(import.meta.dir, "user-child.ts")
@@ -137,6 +137,40 @@ describe.skipIf(!runnable)(`core run by a user who is not root${runnable ? "" : 
       left = reapers()
     }
     expect(left).toEqual([])
+  })
+
+  // The reaper gone (the machine ran out of memory and took it, or a person's `pkill sh`): the supervisor must not
+  // make the kill(-1) itself, which outside the command's PID namespace would reach every process of the user, core's
+  // among them. It searches for what is left instead.
+  test("its reaper killed from outside, what the command leaves still ends with the call, and nothing else of the user's", async () => {
+    const home = owned("core-user-home-")
+    const cwd = owned("core-user-cwd-")
+    const hidden = `core-hidden-${crypto.randomUUID().slice(0, 8)}`
+    const bystander = Bun.spawn([setpriv!, `--reuid=${USER}`, `--regid=${USER}`, "--clear-groups", "sleep", "60"], { stdio: ["ignore", "ignore", "ignore"] })
+    const child = Bun.spawn(
+      [setpriv!, `--reuid=${USER}`, `--regid=${USER}`, "--clear-groups", process.execPath, CHILD, owned("core-user-runs-"), cwd,
+        `for c in $(cat /proc/$PPID/task/*/children); do [ "$c" != "$$" ] && echo "$c" > reaper; done
+         until [ -e go ]; do sleep 0.01; done
+         (env -i setsid bash -c 'exec -a ${hidden} sleep 1000' &); sleep 0.1`],
+      { cwd: "/tmp", env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home }, stdout: "pipe", stderr: "pipe" },
+    )
+    try {
+      const reaperAt = join(cwd, "reaper")
+      for (let tries = 0; tries < 500 && !existsSync(reaperAt); tries++) await Bun.sleep(10)
+      const reaper = Number(readFileSync(reaperAt, "utf8"))
+      expect(reapers()).toContain(reaper)
+      process.kill(reaper, "SIGKILL")
+      writeFileSync(join(cwd, "go"), "")
+      const [code, stdout] = await Promise.all([child.exited, new Response(child.stdout).text()])
+      expect(code).toBe(0)
+      expect(JSON.parse(stdout.trim().split("\n").pop()!)).toMatchObject({ exitCode: 0, signal: null, survivors: [] })
+      expect(named(hidden)).toEqual([])
+      expect(bystander.exitCode).toBeNull()
+      expect(alive(bystander.pid)).toBe(true)
+    } finally {
+      bystander.kill("SIGKILL")
+      child.kill("SIGKILL")
+    }
   })
 
   // The kernel counts a user's processes and threads per user namespace, and the command is in its supervisor's.
