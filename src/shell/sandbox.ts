@@ -20,6 +20,7 @@ import { Home } from "./home"
 import { Landlock } from "./landlock"
 import { LoginPath } from "./login-path"
 import { ProcessDirs } from "./process-dirs"
+import { Sockets } from "./sockets"
 import { SidecarPorts } from "../permission/sidecar-ports"
 
 /** What the caller decides: where the command runs and what was approved for this call. */
@@ -59,6 +60,8 @@ export interface Settings {
   readonly allowRead?: ReadonlyArray<string>
   readonly allowWrite?: ReadonlyArray<string>
   readonly denyRead?: ReadonlyArray<string>
+  /** core.json's `shell.sockets`: the socket files a command may connect to (Sockets.reachable). */
+  readonly sockets?: ReadonlyArray<string>
 }
 
 /** The directories no command may read or write: core's home and data directory (as core resolves them), and the sidecars' ports. */
@@ -364,6 +367,8 @@ export interface Prepared {
  * not write is (Namespace.readOnlyOutside), which the kernel checks first.
  */
 const REFUSAL = /permission denied|EACCES|read-only file system|EROFS/i
+/** Lines that say a connection was refused: a socket file the command's mount namespace covers answers so. */
+const UNCONNECTED = /connection refused|ECONNREFUSED/i
 /** Trees the kernel makes, never walked for what the rules deny. */
 const KERNEL_TREES = ["/proc", "/sys", "/dev"]
 /** Characters that open a quoted path, end one (and close it, when a quote), and end a bare one. */
@@ -493,14 +498,26 @@ export const prepare = (
   /** Whether a path lies in what the command's mount namespace covers: missing or read-only there. */
   const covers = (path: string) =>
     files.includes(path) || [...directories, ...frozen].some((dir) => within(dir, path))
+  /**
+   * Whether a path is a socket file the command may not connect to (one `shell.sockets` does not grant), however
+   * readable its folder: `docker`'s "dial unix /var/run/docker.sock: connect: permission denied" is the sandbox's.
+   */
+  let sockets: ReadonlyArray<string> | undefined
+  const socketKept = (path: string) => {
+    if (lstatSync(path, { throwIfNoEntry: false })?.isSocket() !== true) return false
+    sockets ??= Sockets.reachable(settings.sockets, [policy.location, ...policy.approved], env) ?? []
+    return !sockets.some((granted) => within(granted, path))
+  }
   const refused = (output: string, cwd: string): ReadonlyArray<string> => {
     const denied = REFUSAL.test(output)
     const missing = files.length + directories.length > 0 && COVERED.test(output)
-    if (!denied && !missing) return []
+    const unconnected = UNCONNECTED.test(output)
+    if (!denied && !missing && !unconnected) return []
     const paths = new Set<string>()
     for (const line of output.split("\n")) {
       const refusal = REFUSAL.test(line)
-      if (!refusal && !(missing && COVERED.test(line))) continue
+      const socket = refusal || (unconnected && UNCONNECTED.test(line))
+      if (!socket && !(missing && COVERED.test(line))) continue
       const named = absoluteNamed(line)
       for (const match of line.matchAll(RELATIVE)) if (match[1]!.includes("/")) named.push(match[1]!)
       for (const name of named) {
@@ -509,7 +526,7 @@ export const prepare = (
         if (name.length > PATH_MAX) continue
         const path = Landlock.real(Home.expand(name, home, cwd))
         if (core.some((dir) => within(dir, path))) continue
-        if ((refusal && !reachable(path)) || covers(path)) paths.add(name)
+        if ((refusal && !reachable(path)) || (socket && socketKept(path)) || covers(path)) paths.add(name)
         if (paths.size > REFUSED_MAX) return [...paths]
       }
     }

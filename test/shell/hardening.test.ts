@@ -45,6 +45,16 @@ except OSError as e:
     print("refused " + errno.errorcode.get(e.errno, str(e.errno)))
 `
 
+/** A client that connects to the socket file `path`, and on failure says so as Go's programs (docker) do. */
+const NAMING_CLIENT = `import socket, sys
+try:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    print("reply " + s.recv(16).decode().strip())
+except OSError as e:
+    print(f"dial unix {sys.argv[1]}: {e.strerror}", file=sys.stderr)
+    sys.exit(1)
+`
 /** A listener outside any sandbox, as ssh-agent or a desktop bus would be: answers "pong" to every connection. */
 const LISTENER = `import socket, sys
 address = sys.argv[1]
@@ -148,6 +158,49 @@ describe("socket files", () => {
     await listen(agent)
     const stdout = await script(location({ "client.py": CLIENT, "w.sh": `python3 client.py ${agent}\n` }))
     expect(stdout).toBe("refused EACCES\n")
+  })
+
+  // A refusal of a socket file in a folder the command may read said nothing of the sandbox: docker's "dial unix
+  // /var/run/docker.sock: connect: permission denied" reads as the user's own, and "connection refused" as a server
+  // that is down. Named now as the sandbox's, with the key that grants it.
+  test.skipIf(!LANDLOCK)(`a socket file the command may not connect to is named to the model as the sandbox's, a stopped server's is not${needs}`, async () => {
+    const text = async (box: Sandbox) => {
+      const settlement = settlementOf(await exec(box, "bash", { command: "bash w.sh" }))
+      return settlement.content.map((part) => (part.type === "text" ? part.text : "")).join("")
+    }
+    /** The paths the last line names as the sandbox's (other refusals, a toolchain's on the machine, may come too). */
+    const kept = (said: string): ReadonlyArray<string> =>
+      /\n([^\n]*): kept out by core's sandbox; the user can grant (?:it|them) in core\.json \(shell\.allowRead or shell\.allowWrite; a socket to connect to, shell\.sockets\)\.$/
+        .exec(said)?.[1]
+        ?.split(", ") ?? []
+    // No socket granted: the command can make none, even to a socket file in its own Location.
+    const own = location({ "client.py": NAMING_CLIENT })
+    const app = join(own.location, "app.sock")
+    await listen(app)
+    writeFileSync(join(own.location, "w.sh"), `python3 client.py ${app}\n`)
+    const refused = await text(own)
+    expect(refused).toContain(`dial unix ${app}: Permission denied\n\nExit code 1\n`)
+    expect(kept(refused)).toContain(app)
+    // One granted: another in a folder the command may read is covered, and answers "connection refused"; the
+    // granted one's server is stopped, which answers the same and is nothing of the sandbox's.
+    const readable = tempDir("core-readable-")
+    const docker = join(readable, "docker.sock")
+    await listen(docker)
+    const agent = join(tempDir("ssh-"), "agent.1")
+    await listen(agent)
+    for (const listener of listeners.splice(1)) {
+      listener.kill("SIGKILL")
+      await listener.exited
+    }
+    const box = location(
+      { "client.py": NAMING_CLIENT, "w.sh": `python3 client.py ${agent}; python3 client.py ${docker}\n` },
+      { sockets: [agent], allowRead: [readable] },
+    )
+    const said = await text(box)
+    expect(said).toContain(`dial unix ${agent}: Connection refused\n`)
+    expect(said).toContain(`dial unix ${docker}: Connection refused\n`)
+    expect(kept(said)).toContain(docker)
+    expect(kept(said)).not.toContain(agent)
   })
 
   test.skipIf(!LANDLOCK)(`a socket granted in core.json, by variable, is connectable${needs}`, async () => {
