@@ -75,6 +75,16 @@ export const conflict = (call: Call, other: "tool" | "agent"): Settlement.Info =
       `Call ${call.name} again with a new call id.`,
   )
 
+/** What a call answers whose record was removed while another core ran it (see the settler's wait): never run again. */
+export const forgotten = (call: Call): Settlement.Info =>
+  Settlement.error(
+    call.name,
+    call.toolCallID,
+    "interrupted",
+    `${call.name} (${call.toolCallID}) was started by another core, and its record was removed before it settled. It ` +
+      "may or may not have taken effect; check before calling it again with a new call id.",
+  )
+
 const interrupted = (call: Call, known: Store.Record & { readonly state: "started" | "failed" }): Settlement.Info =>
   Settlement.error(
     known.tool,

@@ -107,9 +107,15 @@ const recordIntent = (services: Steps.Services, call: Steps.Received) =>
 
 // Admission: everything before the tool runs.
 
-/** The record step from a fresh look at the call's record (after waiting for another settler). */
+/**
+ * The record step from a fresh look at the call's record, after waiting for another settler that ran it. Its record
+ * gone meanwhile (a retention sweep took it while its owner was held up past its lease), the call is not run here:
+ * it may have run there. It is recorded `interrupted`, which its owner then answers too.
+ */
 const replayed = (services: Steps.Services, call: Steps.Received): Effect.Effect<Steps.Settled | typeof Steps.CONFLICT | undefined, Steps.OperationalError> =>
-  Effect.flatMap(lookup(services, call), (known) => replayOf(services, call, Replay.of(known, call)))
+  Effect.flatMap(lookup(services, call), (known) =>
+    known === undefined ? recordNew(services, call, Replay.forgotten(call), undefined, true) : replayOf(services, call, Replay.of(known, call)),
+  )
 
 /**
  * The record step: a recorded call replays (settled, or as interrupted when it never settled) and runs nothing; one

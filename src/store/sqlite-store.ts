@@ -321,13 +321,19 @@ const prepare = (db: Database) => ({
       "ORDER BY COALESCE(started_at, settled_at) DESC, id DESC LIMIT ?4",
   ),
   // Through the time index, at most `limit` rows at a time: a sweep never holds the write lock for long. A call
-  // still running (its lease renewed past the cutoff) is never forgotten: a retry would run it a second time.
+  // still running (its lease renewed past the cutoff, or its owner, ?4's, still running on this machine though its
+  // lease lapsed) is never forgotten: a retry would run it a second time.
   // ?3 NULL: the Locations that keep no retention of their own; else that Location's alone.
-  prune: db.query<unknown, [number, number, string | null]>(
+  prune: db.query<unknown, [number, number, string | null, string]>(
     "DELETE FROM settlements WHERE id IN " +
       "(SELECT id FROM settlements WHERE COALESCE(settled_at, started_at) < ?1 " +
-      "AND (state <> 'started' OR COALESCE(lease_until, 0) < ?1) AND " +
+      "AND (state <> 'started' OR (COALESCE(lease_until, 0) < ?1 AND owner NOT IN (SELECT value FROM json_each(?4)))) AND " +
       `${WHOSE("settlements")} LIMIT ?2)`,
+  ),
+  /** The owners of calls begun before ?1 and never settled whose leases lapsed before it: a prune's candidates. */
+  lapsedOwners: db.query<{ owner: string }, [number]>(
+    "SELECT DISTINCT owner FROM settlements WHERE state = 'started' AND COALESCE(started_at, 0) < ?1 " +
+      "AND COALESCE(lease_until, 0) < ?1 AND owner IS NOT NULL",
   ),
   // Todo lists not written since the cutoff go with the calls of their time, also in batches.
   pruneTodos: db.query<unknown, [number, number, string | null]>(
@@ -793,7 +799,9 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
                 // process reads SQLite's rows afresh.
                 journal.compact()
                 const whose = location ?? null
-                const removed = statements.prune.run(before, limit, whose).changes
+                // A call whose owner still runs on this machine is waited for, lapsed lease or not: kept too.
+                const live = statements.lapsedOwners.all(before).map((row) => row.owner).filter(Owner.runsHere)
+                const removed = statements.prune.run(before, limit, whose, JSON.stringify(live)).changes
                 journal.forget()
                 if (unlocated && removed > 0) unlocated = statements.unlocated.get() !== null
                 return removed < limit ? removed + statements.pruneTodos.run(before, limit - removed, whose).changes : removed

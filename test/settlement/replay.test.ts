@@ -2,9 +2,11 @@
 // (Settler.peek, Settler.interrupted): a record is only ever shown to the very call it was made for.
 
 import { describe, expect, test } from "bun:test"
-import { Effect, Schema } from "effect"
+import { join } from "node:path"
+import { Effect, Layer, Schema } from "effect"
 import { CallKey } from "../../src/contract/call-key"
 import { Settlement } from "../../src/contract/settlement"
+import { Kernel as HostKernel } from "../../src/host/kernel"
 import { Registry } from "../../src/registry/registry"
 import { Replay } from "../../src/settlement/replay"
 import { Settler } from "../../src/settlement/settler"
@@ -12,6 +14,7 @@ import { Owner } from "../../src/store/owner"
 import { Store } from "../../src/store/store"
 import { Tool } from "../../src/tool/tool"
 import * as Kernel from "../support/kernel"
+import { tempDir } from "../support/temp"
 
 const echo = Tool.make({
   description: "Echo",
@@ -160,6 +163,63 @@ describe("a call whose record another settler made while this one ran it", () =>
           expect(ran).toBe(1)
         }).pipe(Effect.provideService(Settler.Immediately, immediately)),
       ))
+  }
+})
+
+// A retention sweep took a call's record while its owner, held up past its lease, still ran it: the settler waiting
+// for that owner found nothing recorded and ran the call itself, a second time.
+describe("a call whose record is removed while another core runs it", () => {
+  for (const immediately of [true, false]) {
+    test(`is not run by the settler waiting for it: recorded interrupted, and replayed so (${immediately ? "immediate" : "fiber"} path)`, async () => {
+      let ran = 0
+      const counted = Tool.make({
+        description: "Counts its runs",
+        input: Schema.Struct({}),
+        output: Schema.String,
+        execute: () => Effect.sync(() => `run ${++ran}`),
+      })
+      const call = Kernel.call("counted", {})
+      // The memory store, but holding the call begun by another core, still running, until it has been looked at
+      // twice: then its record is gone.
+      let looks = 0
+      const held = (key: Store.Key) => key.toolCallID === call.toolCallID && looks < 2
+      const sweptWhileRunning = Layer.effect(
+        Store.Service,
+        Effect.gen(function* () {
+          const real = yield* Store.Service
+          const { now: _, ...effects } = real
+          return Store.Service.of({
+            ...effects,
+            lookup: (key) =>
+              held(key)
+                ? Effect.sync(() => {
+                    looks++
+                    return { state: "started", agent: "build", tool: "counted", owner: "other-host:1:1:0:m", running: true } as const
+                  })
+                : real.lookup(key),
+            begin: (key, tool, agent, details) => (held(key) ? Effect.succeed(false) : real.begin(key, tool, agent, details)),
+          })
+        }),
+      ).pipe(Layer.provide(Store.layerMemory))
+      const outcome = await Effect.runPromise(
+        Effect.gen(function* () {
+          yield* (yield* Registry.Service).tools.register({ counted })
+          const turn = yield* (yield* Settler.Service).materialize()
+          const first = yield* turn.settle(call)
+          const again = yield* turn.settle(call)
+          return { first, again }
+        }).pipe(
+          Effect.scoped,
+          Effect.provideService(Settler.Immediately, immediately),
+          Effect.provide(HostKernel.layer({ store: sweptWhileRunning, outputsDirectory: join(tempDir(), "outputs") })),
+        ),
+      )
+      expect(looks).toBe(2)
+      expect(ran).toBe(0)
+      expect(outcome.first).toMatchObject({ replayed: true, settlement: { status: "error", error: { kind: "interrupted" } } })
+      expect(outcome.first.settlement.error?.message).toContain("its record was removed before it settled")
+      expect(outcome.again).toEqual({ replayed: true, settlement: outcome.first.settlement })
+    })
   }
 })
 

@@ -113,6 +113,9 @@ for (const [name, open] of stores) {
             const abandoned = { state: "abandoned", owner: (record as { owner: string }).owner } as const
             expect(yield* store.settle(KEY, interrupted, abandoned)).toBe(false)
             expect(yield* store.begin(KEY, "echo", "build")).toBe(false)
+            // Nor does a retention sweep forget it, however old: a call begun after would run it a second time.
+            expect(yield* store.prune(Date.now() + 1, 100)).toBe(0)
+            expect(yield* store.lookup(KEY)).toMatchObject({ state: "started", running: true })
             // Once it has ended for good, its call is abandoned (at once: it is known gone on this machine).
             child.kill("SIGKILL")
             child.kill("SIGCONT")
