@@ -8,7 +8,7 @@ export * as Sandbox from "./sandbox"
 // carved around them (./landlock). When the system temp directory holds one of them (as in tests), the command
 // gets a fresh temp directory of its own (TMPDIR) instead of all of it.
 
-import { lstatSync, mkdirSync, rmSync } from "node:fs"
+import { existsSync, lstatSync, mkdirSync, rmSync } from "node:fs"
 import { homedir, tmpdir } from "node:os"
 import { dirname, join, relative, resolve } from "node:path"
 import { Covered } from "./covered"
@@ -367,6 +367,11 @@ export interface Prepared {
  * not write is (Namespace.readOnlyOutside), which the kernel checks first.
  */
 const REFUSAL = /permission denied|EACCES|read-only file system|EROFS/i
+/**
+ * git's word for a repository it could not read (a remote `../remote.git` outside the Location): the path, quoted.
+ * A name with a colon is a URL or `host:path`, not a path of this machine.
+ */
+const NOT_A_REPOSITORY = /'([^':\n]+)' does not appear to be a git repository/
 /** Lines that say a connection was refused: a socket file the command's mount namespace covers answers so. */
 const UNCONNECTED = /connection refused|ECONNREFUSED/i
 /** Trees the kernel makes, never walked for what the rules deny. */
@@ -512,9 +517,16 @@ export const prepare = (
     const denied = REFUSAL.test(output)
     const missing = files.length + directories.length > 0 && COVERED.test(output)
     const unconnected = UNCONNECTED.test(output)
-    if (!denied && !missing && !unconnected) return []
+    const repository = NOT_A_REPOSITORY.test(output)
+    if (!denied && !missing && !unconnected && !repository) return []
     const paths = new Set<string>()
     for (const line of output.split("\n")) {
+      // A repository the command could not reach, that is there: the sandbox's, where it is out of reach.
+      const git = repository ? NOT_A_REPOSITORY.exec(line)?.[1] : undefined
+      if (git !== undefined && git.length <= PATH_MAX) {
+        const path = Landlock.real(Home.expand(git, home, cwd))
+        if (!core.some((dir) => within(dir, path)) && !reachable(path) && existsSync(path)) paths.add(git)
+      }
       const refusal = REFUSAL.test(line)
       const socket = refusal || (unconnected && UNCONNECTED.test(line))
       if (!socket && !(missing && COVERED.test(line))) continue

@@ -105,6 +105,28 @@ describe("the shell sandbox", () => {
     expect({ stdout: result.stdout.text, stderr: result.stderr.text, exitCode: result.exitCode }).toEqual({ stdout: "x\nx\ny\n", stderr: "", exitCode: 0 })
   })
 
+  // git says "does not appear to be a git repository" of a remote it may not read (`../remote.git`, outside the
+  // Location), which read as a wrong path: it is named as the sandbox's, as a refused file is. A remote that is not
+  // there is not.
+  test.skipIf(!LANDLOCK)(`a git remote outside the Location is named as kept out by the sandbox; one that is not there is not${needs}`, async () => {
+    const root = tempDir("core-remote-")
+    const location = join(root, "repo")
+    mkdirSync(location)
+    const git = (args: ReadonlyArray<string>, cwd: string) => {
+      const done = Bun.spawnSync(["git", "-c", "user.name=u", "-c", "user.email=u@x", ...args], { cwd, stderr: "pipe" })
+      if (done.exitCode !== 0) throw new Error(done.stderr.toString())
+    }
+    git(["init", "-q", "--bare", "remote.git"], root)
+    git(["init", "-q"], location)
+    git(["commit", "-q", "--allow-empty", "-m", "one"], location)
+    git(["remote", "add", "origin", "../remote.git"], location)
+    git(["remote", "add", "gone", "../missing.git"], location)
+    const pushed = await run("git push -q origin HEAD; git push -q gone HEAD", location)
+    expect(pushed.stderr.text).toContain("fatal: '../remote.git' does not appear to be a git repository")
+    expect(pushed.stderr.text).toContain("fatal: '../missing.git' does not appear to be a git repository")
+    expect(pushed.refused).toEqual(["../remote.git"])
+  })
+
   test.skipIf(!LANDLOCK)(`reading outside the Location is refused unless approved; system files stay readable${needs}`, async () => {
     const location = tempDir("core-loc-")
     const outside = tempDir("core-outside-")
