@@ -132,14 +132,20 @@ const schemaChars = (tool: McpTool): number => {
   }
 }
 
+/** The most values an `enum` core checks may list (see `checkable`). */
+const MAX_ENUM = 64
+
 /**
- * A server's JSON Schema without its regular expressions (`pattern`, `patternProperties`), for core's own check of
- * a model's input: a pattern the server wrote may backtrack for seconds on the input a model chooses, stalling
- * every Location core serves. The server still checks its patterns; the model still reads them. A pattern that does
- * not compile makes the schema unusable (it throws), as it would if core checked it.
+ * A server's JSON Schema for core's own checks (of a model's input, of the server's structured result) without what
+ * can cost far more than the value's size on the thread every Location core serves shares: its regular expressions
+ * (`pattern`, `patternProperties`; one the server wrote may backtrack for seconds on a string of the model's or the
+ * server's choosing), `uniqueItems` (a validator compares every item with every other: 26 s for 200,000 numbers)
+ * and an `enum` of more than MAX_ENUM values (each item compared with each value). The server still checks them;
+ * the model still reads them. A pattern that does not compile makes the schema unusable (it throws), as it would if
+ * core checked it.
  */
-const withoutPatterns = (node: unknown): unknown => {
-  if (Array.isArray(node)) return node.map(withoutPatterns)
+const checkable = (node: unknown): unknown => {
+  if (Array.isArray(node)) return node.map(checkable)
   if (typeof node !== "object" || node === null) return node
   const patterned = "patternProperties" in node
   return Object.fromEntries(
@@ -148,11 +154,12 @@ const withoutPatterns = (node: unknown): unknown => {
         compile(value)
         return []
       }
+      if (key === "uniqueItems" || (key === "enum" && Array.isArray(value) && value.length > MAX_ENUM)) return []
       if (key === "patternProperties") {
         // Its names are patterns; its schemas may hold patterns of their own.
         for (const [pattern, schema] of Object.entries(typeof value === "object" && value !== null ? value : {})) {
           compile(pattern)
-          withoutPatterns(schema)
+          checkable(schema)
         }
         return []
       }
@@ -160,9 +167,9 @@ const withoutPatterns = (node: unknown): unknown => {
       if (patterned && key === "additionalProperties") return []
       if (DATA.has(key)) return [[key, value]]
       if (SCHEMA_MAPS.has(key) && typeof value === "object" && value !== null && !Array.isArray(value)) {
-        return [[key, Object.fromEntries(Object.entries(value).map(([name, schema]) => [name, withoutPatterns(schema)]))]]
+        return [[key, Object.fromEntries(Object.entries(value).map(([name, schema]) => [name, checkable(schema)]))]]
       }
-      return [[key, withoutPatterns(value)]]
+      return [[key, checkable(value)]]
     }),
   )
 }
@@ -450,8 +457,9 @@ export class Server {
       )
     }
     // The client checks each call's structured result against the tool's output schema, as its own listing would,
-    // without its regular expressions: a pattern the server wrote may backtrack for seconds on each string of a
-    // result the server chose, on the thread every Location's calls share (as for a model's input: withoutPatterns).
+    // but for what could stall it (`checkable`): a pattern the server wrote may backtrack for seconds on each string
+    // of a result the server chose, `uniqueItems` compare every item of it with every other, on the thread every
+    // Location's calls share.
     const usable: Array<McpTool> = []
     const checked: Array<McpTool> = []
     const outputs = new Map<string, { readonly schema: McpTool["outputSchema"] } | { readonly problem: string }>()
@@ -465,7 +473,7 @@ export class Server {
       let output = outputs.get(key) ?? this.outputsAs.get(key)
       if (output === undefined) {
         try {
-          const schema = withoutPatterns(tool.outputSchema) as McpTool["outputSchema"]
+          const schema = checkable(tool.outputSchema) as McpTool["outputSchema"]
           const costly = SchemaCost.problem(schema)
           if (costly !== undefined) throw new Error(costly)
           McpSdk.validators().getValidator(schema as Parameters<AjvJsonSchemaValidator["getValidator"]>[0])
@@ -566,7 +574,7 @@ export class Server {
     try {
       // A validator of the tool's own: one shared would answer a schema's `$id` with whatever schema of that id it
       // compiled first (another server's, or this one's before list_changed), and would keep every schema forever.
-      const inputSchema = withoutPatterns(tool.inputSchema)
+      const inputSchema = checkable(tool.inputSchema)
       // Before it is compiled or probed: checking a value against it could stall core (SchemaCost).
       const costly = SchemaCost.problem(inputSchema)
       if (costly !== undefined) return `its input schema cannot be used: ${costly}`

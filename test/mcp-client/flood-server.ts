@@ -5,7 +5,9 @@
 // pattern in its output schema and answers strings it backtracks on (a client checking the result would stall), and
 // a structured result the rest of that schema refuses when asked to (`wrong`); `bomb_*` declare schemas a validator
 // would try 2^40 subschemas of on one value, and `filter` a recursive one that is cheap to check; `refuse` answers
-// JSON-RPC's error -32000 (a server's error, not a closed connection).
+// JSON-RPC's error -32000 (a server's error, not a closed connection); `unique` declares `uniqueItems` and a long
+// `enum` (a client checking them compares every item with every other, or with every value) and answers what it
+// was given (`a`, by default an array whose items do not differ).
 
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
@@ -75,6 +77,19 @@ tools.push(
   },
   { name: "filter", description: "Takes a filter of filters", inputSchema: filter },
   { name: "refuse", description: "Answers JSON-RPC's server error -32000 with words of its own", inputSchema: object },
+  {
+    name: "unique",
+    description: "Takes and answers arrays whose items must differ, and values of a long list",
+    inputSchema: {
+      type: "object" as const,
+      properties: {
+        a: { type: "array", uniqueItems: true },
+        long: { enum: Array.from({ length: 100 }, (_, at) => `v${at}`) },
+        short: { enum: ["x", "y"] },
+      },
+    },
+    outputSchema: { type: "object" as const, properties: { a: { type: "array", uniqueItems: true } }, required: ["a"] },
+  },
 )
 let listed = 0
 const server = new Server({ name: "flood", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } })
@@ -93,6 +108,10 @@ server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const { items = 1, wrong = false } = request.params.arguments as { items?: number; wrong?: boolean }
     const words = Array.from({ length: items }, () => `${"a".repeat(30)}!`)
     return { content: [{ type: "text" as const, text: "answered" }], structuredContent: wrong ? { words: 5 } : { words } }
+  }
+  if (request.params.name === "unique") {
+    const { a = [1, 1] } = request.params.arguments as { a?: unknown }
+    return { content: [{ type: "text" as const, text: "unique" }], structuredContent: { a } }
   }
   if (request.params.name === "refuse") throw new McpError(-32000, `the quota is spent (pid ${process.pid})`)
   if (request.params.name === "filter" || request.params.name.startsWith("bomb")) {

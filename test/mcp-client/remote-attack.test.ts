@@ -89,6 +89,31 @@ describe("core as an MCP client of a hostile server", () => {
     )
   }, 60_000)
 
+  // A validator checks `uniqueItems` by comparing every item with every other: 200,000 numbers in a result (or an
+  // input) held core's thread for 26 s; an `enum` of thousands of values, each item against each. Left to the
+  // server, as its patterns are; the rest of the schema, short enums included, core still checks.
+  test("a server's uniqueItems and long enums are left to the server: core's checks never run them", async () => {
+    const result = await withLocation(config, () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return {
+          passed: (yield* settle(current, "bad_unique", { a: [2, 2], long: "none of them" })).settlement,
+          answered: (yield* settle(current, "bad_unique", {})).settlement,
+          wrong: (yield* settle(current, "bad_unique", { a: "not an array" })).settlement,
+          short: (yield* settle(current, "bad_unique", { short: "z" })).settlement,
+          definition: current.definitions.find((definition) => definition.name === "bad_unique")!,
+        }
+      }),
+    )
+    expect(result.passed).toMatchObject({ status: "success", structured: { a: [2, 2] } })
+    expect(result.answered).toMatchObject({ status: "success", structured: { a: [1, 1] } })
+    expect(result.wrong.error?.kind).toBe("invalid_input")
+    expect(result.short.error?.kind).toBe("invalid_input")
+    // The model still reads them.
+    expect(result.definition.inputSchema).toMatchObject({ properties: { a: { uniqueItems: true }, short: { enum: ["x", "y"] } } })
+    expect((result.definition.inputSchema as { properties: { long: { enum: Array<string> } } }).properties.long.enum).toHaveLength(100)
+  }, 30_000)
+
   test("a server's own error -32000 is its answer, in its words: the connection stays", async () => {
     const result = await withLocation(config, () =>
       Effect.gen(function* () {
