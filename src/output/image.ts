@@ -34,6 +34,12 @@ export const MIN_MAX_DIMENSION = 64
  * any pixel is allocated, so a small file claiming a huge canvas (a decompression bomb) costs nothing.
  */
 export const MAX_DECODE_PIXELS = 8_192 * 8_192
+/**
+ * The most pixels decoded for the images of one output together (four of the largest): each decode of the largest
+ * costs seconds of CPU, so a result of a thousand small files declaring 8192×8191 pixels each (a hostile MCP
+ * server's) would otherwise hold a call for half an hour.
+ */
+export const MAX_OUTPUT_PIXELS = 4 * MAX_DECODE_PIXELS
 /** The lossy quality tried first, then the one tried before shrinking further. */
 const QUALITY = 85
 const LOW_QUALITY = 70
@@ -276,13 +282,19 @@ const reencode = async (source: Uint8Array, found: Header, limits: Limits): Prom
  * corrected to what its bytes are), SVG as its source text, anything else resized and re-encoded with a text part
  * saying from what to what. Refused when it cannot be decoded, declares too many pixels, or is no image at all.
  */
-export const normalize = (part: File, limits: Limits): Effect.Effect<ReadonlyArray<Tool.Content>, Refused> =>
+export const normalize = (part: File, limits: Limits, budget?: Budget): Effect.Effect<ReadonlyArray<Tool.Content>, Refused> =>
   part.mime.toLowerCase().startsWith("image/")
-    ? normalizeImage(part, limits)
+    ? normalizeImage(part, limits, budget)
     : // Bytes of no declared type are shown as an image when they are a good one; otherwise they stay a file.
-      normalizeImage(part, limits).pipe(Effect.catch(() => Effect.succeed([part])))
+      normalizeImage(part, limits, budget).pipe(Effect.catch(() => Effect.succeed([part])))
 
-const normalizeImage = (part: File, limits: Limits): Effect.Effect<ReadonlyArray<Tool.Content>, Refused> =>
+/** The pixels an output's images may still have decoded (see MAX_OUTPUT_PIXELS), taken as each is. */
+export interface Budget {
+  pixels: number
+  readonly total: number
+}
+
+const normalizeImage = (part: File, limits: Limits, budget?: Budget): Effect.Effect<ReadonlyArray<Tool.Content>, Refused> =>
   Effect.suspend(() => {
     const bytes = Buffer.from(part.data, "base64")
     const found = sniff(bytes)
@@ -327,6 +339,21 @@ const normalizeImage = (part: File, limits: Limits): Effect.Effect<ReadonlyArray
       found.width > 0 &&
       Math.max(found.width, found.height) <= limits.maxDimension
     if (within) return Effect.succeed([found.mime === part.mime ? part : { ...part, mime: found.mime }])
+    // A header that gives no size (TIFF, HEIC) counts as the largest a decode may hold.
+    const pixels = found.width > 0 ? found.width * found.height : MAX_DECODE_PIXELS
+    if (budget !== undefined) {
+      if (pixels > budget.pixels) {
+        return Effect.fail(
+          new Refused({
+            message:
+              `The ${label} (${name}, ${size(bytes.length)}) was not decoded: with it, the images of this output that ` +
+              `need resizing would hold more than the ${budget.total} pixels core decodes for one output. It was ` +
+              "not shown; return fewer or smaller images.",
+          }),
+        )
+      }
+      budget.pixels -= pixels
+    }
     return Effect.tryPromise({
       try: () => reencode(bytes, found, limits),
       catch: (cause) => {
@@ -366,17 +393,29 @@ const normalizeImage = (part: File, limits: Limits): Effect.Effect<ReadonlyArray
     )
   })
 
-/** Every image part of `content` normalized, the rest as it came; the first refusal fails the whole. */
+/**
+ * Every image part of `content` among its first `shown` file parts normalized (those past it are never shown inline:
+ * they are kept aside as they came), the rest as it came, decoding at most `pixels` (MAX_OUTPUT_PIXELS) in all; the
+ * first refusal fails the whole.
+ */
 export const normalizeAll = (
   content: ReadonlyArray<Tool.Content>,
   limits: Limits,
-): Effect.Effect<ReadonlyArray<Tool.Content>, Refused> =>
-  content.some(concerns)
-    ? Effect.map(
-        Effect.forEach(content, (part) => (concerns(part) ? normalize(part, limits) : Effect.succeed([part]))),
-        (parts) => parts.flat(),
-      )
-    : Effect.succeed(content)
+  shown = Number.POSITIVE_INFINITY,
+  pixels = MAX_OUTPUT_PIXELS,
+): Effect.Effect<ReadonlyArray<Tool.Content>, Refused> => {
+  if (!content.some(concerns)) return Effect.succeed(content)
+  const budget: Budget = { pixels, total: pixels }
+  let files = 0
+  return Effect.map(
+    Effect.forEach(content, (part) => {
+      if (part.type !== "file") return Effect.succeed([part])
+      const at = files++
+      return concerns(part) && at < shown ? normalize(part, limits, budget) : Effect.succeed([part])
+    }),
+    (parts) => parts.flat(),
+  )
+}
 
 /** The tighter of two limits, each side for itself. */
 export const tighter = (limits: Limits, other: Partial<Limits> | undefined): Limits =>
