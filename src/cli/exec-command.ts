@@ -112,6 +112,24 @@ const refuseUnloaded = (name: string) =>
     })
   })
 
+/**
+ * A tool that is not in the catalog because the MCP server that would offer it (`<server>_<tool>`) could not be
+ * connected: a person learns which server and why, and nothing is settled (as for a tool file that did not load),
+ * instead of an `Unknown tool` settlement that says nothing of the server. (The diagnostics printed as exec starts
+ * come before the connection: it is made only for the tool asked for.)
+ */
+const refuseUnconnected = (name: string) =>
+  Effect.gen(function* () {
+    if ((yield* Registry.Service).capture().resolve(name)._tag !== "Unknown") return
+    const failed = (yield* McpClient.Service).states().find((state) => state.status === "failed" && name.startsWith(`${state.name}_`))
+    if (failed === undefined) return
+    return yield* new Command.UsageError({
+      command: "exec",
+      message: `the tool "${name}" is not offered: MCP server "${failed.name}" could not be connected: ${failed.error ?? "it failed"}`,
+      next: "See each server's state and why: core mcp list",
+    })
+  })
+
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const { values, positionals } = yield* Command.parse("exec", args, OPTIONS)
@@ -170,6 +188,7 @@ export const run = (args: ReadonlyArray<string>) =>
       yield* refuseUnloaded(name)
       // Only the MCP server that could offer this tool is connected, and none for a tool the Location has.
       yield* (yield* McpClient.Service).ensureFor(name)
+      yield* refuseUnconnected(name)
       const settler = yield* Settler.Service
       // Not filtered by the agent's rules: a person calling a tool directly learns why it is refused (denied,
       // with the rule) instead of being told it does not exist.

@@ -141,6 +141,14 @@ describe("core with MCP servers in core.json", () => {
     expect(tools.code).toBe(0)
     expect(tools.stderr).toContain('core: warning: ')
     expect(tools.stderr).toContain('MCP server "ghost": command "/nonexistent/server" not found')
+    // Its tool, asked for by name: the server is named with why, and nothing is settled (it said "Unknown tool").
+    const exec = await run(["exec", "ghost_echo", "--input", "{}", "--location", directory], { env: env(environment) })
+    expect(exec.code).toBe(2)
+    expect(exec.stdout).toBe("")
+    expect(exec.stderr).toStartWith(
+      'core exec: the tool "ghost_echo" is not offered: MCP server "ghost" could not be connected: command "/nonexistent/server" not found',
+    )
+    expect(exec.stderr).toContain("See each server's state and why: core mcp list")
   }, 120_000)
 
   for (const mode of ["serve", "stubborn"]) {
