@@ -694,7 +694,9 @@ export class Server {
       )
     }
     // The error channel MCP gives a tool: a server's words, which may quote what core.json gave it.
-    if (output.isError === true) return Effect.fail(new Tool.Failure({ message: Secrets.redact(McpContent.text(output), this.spellings) }))
+    if (output.isError === true) {
+      return Effect.fail(new Tool.Failure({ message: Secrets.redact(McpContent.wellFormed(McpContent.text(output)), this.spellings) }))
+    }
     // A number JSON cannot carry (a server's 1e400, read as Infinity) passed the output schema's check and would be
     // recorded and passed on as null, which the schema may not allow.
     const infinite = Json.findInfinite(output.structuredContent)
@@ -708,10 +710,11 @@ export class Server {
         }),
       )
     }
+    const content = McpContent.wellFormed(output.content)
     return Effect.succeed(
       output.structuredContent === undefined
-        ? { content: output.content }
-        : { content: output.content, structuredContent: output.structuredContent },
+        ? { content }
+        : { content, structuredContent: McpContent.wellFormed(output.structuredContent) },
     )
   }
 
@@ -737,7 +740,8 @@ export class Server {
    * may quote what core.json gave it (an error echoing the token it was sent), shown as `[redacted]`.
    */
   private describe(cause: unknown, doing: string, name?: string, named = true): string {
-    return Secrets.redact(this.described(cause, doing, name, named), this.spellings)
+    // A server's JSON-RPC error message is its words, whole characters or not (McpContent.wellFormed).
+    return Secrets.redact(McpContent.wellFormed(this.described(cause, doing, name, named)), this.spellings)
   }
 
   private described(cause: unknown, doing: string, name: string | undefined, named: boolean): string {

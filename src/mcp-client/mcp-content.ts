@@ -71,6 +71,34 @@ export const part = (block: Part): Tool.Content => {
 
 export const parts = (result: Result): ReadonlyArray<Tool.Content> => result.content.map(part)
 
+/**
+ * `value` with every string and key made whole: half of a character (a lone UTF-16 surrogate, JSON's `"\ud800"`)
+ * becomes U+FFFD, as a decoder makes bytes that are not UTF-8. A server's result holding one would be recorded and
+ * sent to the model as it came, and a provider may refuse the whole request that carries it (every later turn of
+ * the conversation). The very value where nothing changes; nested no deeper than the caller checked.
+ */
+export const wellFormed = <A>(value: A): A => {
+  if (typeof value === "string") return (value.isWellFormed() ? value : value.toWellFormed()) as A
+  if (typeof value !== "object" || value === null) return value
+  if (Array.isArray(value)) {
+    let changed: Array<unknown> | undefined
+    for (let index = 0; index < value.length; index++) {
+      const made = wellFormed(value[index])
+      if (made !== value[index]) (changed ??= [...value])[index] = made
+    }
+    return (changed ?? value) as A
+  }
+  let changed = false
+  const made: Record<string, unknown> = {}
+  for (const [key, item] of Object.entries(value)) {
+    const wholeKey = wellFormed(key)
+    const whole = wellFormed(item)
+    if (wholeKey !== key || whole !== item) changed = true
+    made[wholeKey] = whole
+  }
+  return (changed ? made : value) as A
+}
+
 /** The text of a result, for a failure's message: its text parts, or a note that it had none. */
 export const text = (result: Result): string => {
   const texts = result.content.flatMap((block) =>

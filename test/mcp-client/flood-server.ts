@@ -7,7 +7,7 @@
 // would try 2^40 subschemas of on one value, and `filter` a recursive one that is cheap to check; `refuse` answers
 // JSON-RPC's error -32000 (a server's error, not a closed connection); `unique` declares `uniqueItems` and a long
 // `enum` (a client checking them compares every item with every other, or with every value) and answers what it
-// was given (`a`, by default an array whose items do not differ).
+// was given (`a`, by default an array whose items do not differ); `halves` answers halves of characters.
 
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
@@ -90,6 +90,7 @@ tools.push(
     },
     outputSchema: { type: "object" as const, properties: { a: { type: "array", uniqueItems: true } }, required: ["a"] },
   },
+  { name: "halves", description: "Answers halves of characters (lone UTF-16 surrogates), or fails with them", inputSchema: object },
 )
 let listed = 0
 const server = new Server({ name: "flood", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } })
@@ -108,6 +109,11 @@ server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const { items = 1, wrong = false } = request.params.arguments as { items?: number; wrong?: boolean }
     const words = Array.from({ length: items }, () => `${"a".repeat(30)}!`)
     return { content: [{ type: "text" as const, text: "answered" }], structuredContent: wrong ? { words: 5 } : { words } }
+  }
+  if (request.params.name === "halves") {
+    if ((args as { times?: number }).times === 1) return { content: [{ type: "text" as const, text: "failed \ud800 here" }], isError: true }
+    if ((args as { times?: number }).times === 2) throw new McpError(-32000, "refused \udc00 there")
+    return { content: [{ type: "text" as const, text: "a\ud800b" }], structuredContent: { ["k\udc00"]: "\ud83d", whole: "\ud83d\ude00" } }
   }
   if (request.params.name === "unique") {
     const { a = [1, 1] } = request.params.arguments as { a?: unknown }

@@ -114,6 +114,26 @@ describe("core as an MCP client of a hostile server", () => {
     expect((result.definition.inputSchema as { properties: { long: { enum: Array<string> } } }).properties.long.enum).toHaveLength(100)
   }, 30_000)
 
+  // Core refuses halves of characters in a model's input; a server's result carried them into the store and on to
+  // the model, whose provider may refuse every later request of the conversation for one.
+  test("halves of characters in a server's result, error or structured value reach no one: each is U+FFFD", async () => {
+    const result = await withLocation(config, () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return {
+          answered: (yield* settle(current, "bad_halves", {})).settlement,
+          failed: (yield* settle(current, "bad_halves", { times: 1 })).settlement,
+          refused: (yield* settle(current, "bad_halves", { times: 2 })).settlement,
+        }
+      }),
+    )
+    expect(textOf(result.answered)).toBe("a\uFFFDb")
+    expect(result.answered.structured).toEqual({ "k\uFFFD": "\uFFFD", whole: "\u{1F600}" })
+    expect(result.failed.error?.message).toBe("failed \uFFFD here")
+    expect(result.refused.error?.message).toContain("refused \uFFFD there")
+    for (const settlement of Object.values(result)) expect(JSON.stringify(settlement)).not.toMatch(/\\ud[89a-f]/)
+  }, 30_000)
+
   test("a server's own error -32000 is its answer, in its words: the connection stays", async () => {
     const result = await withLocation(config, () =>
       Effect.gen(function* () {
