@@ -394,25 +394,19 @@ const normalizeImage = (part: File, limits: Limits, budget?: Budget): Effect.Eff
   })
 
 /**
- * Every image part of `content` among its first `shown` file parts normalized (those past it are never shown inline:
- * they are kept aside as they came), the rest as it came, decoding at most `pixels` (MAX_OUTPUT_PIXELS) in all; the
- * first refusal fails the whole.
+ * Every image part of `content` normalized, the rest as it came, decoding at most `pixels` (MAX_OUTPUT_PIXELS) for
+ * them all; the first refusal fails the whole. Every one, shown inline or kept aside: which are shown is decided
+ * after (an SVG becomes text, a file over its limit is kept aside), and none may be shown as it came.
  */
 export const normalizeAll = (
   content: ReadonlyArray<Tool.Content>,
   limits: Limits,
-  shown = Number.POSITIVE_INFINITY,
   pixels = MAX_OUTPUT_PIXELS,
 ): Effect.Effect<ReadonlyArray<Tool.Content>, Refused> => {
   if (!content.some(concerns)) return Effect.succeed(content)
   const budget: Budget = { pixels, total: pixels }
-  let files = 0
   return Effect.map(
-    Effect.forEach(content, (part) => {
-      if (part.type !== "file") return Effect.succeed([part])
-      const at = files++
-      return concerns(part) && at < shown ? normalize(part, limits, budget) : Effect.succeed([part])
-    }),
+    Effect.forEach(content, (part) => (concerns(part) ? normalize(part, limits, budget) : Effect.succeed([part]))),
     (parts) => parts.flat(),
   )
 }

@@ -108,7 +108,7 @@ export const layer = (limits: Settings = {}): Layer.Layer<Service, never, Manage
         },
       }
       const images = (content: ReadonlyArray<Tool.Content>, tighter?: Partial<Image.Limits>) =>
-        Image.normalizeAll(content, Image.tighter(resolved.image, tighter), MAX_INLINE_FILES)
+        Image.normalizeAll(content, Image.tighter(resolved.image, tighter))
 
       // An image was already fitted to the image limits: where they are set to allow more than the media limit,
       // they decide (an image resized to fit them stays inline).

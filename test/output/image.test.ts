@@ -187,22 +187,16 @@ describe("Image.normalizeAll", () => {
 
   // A hostile MCP server's result of a thousand 11 KB PNGs declaring 8192×8191 pixels each cost 2 s of CPU apiece:
   // half an hour for one call. Only the files an output can show are normalized, decoding a bounded sum of pixels.
-  test("normalizes only the files an output can show, and refuses once their decodes would pass the output's pixels", async () => {
+  test("refuses an image once the decodes of an output's images together would pass its pixels", async () => {
     const wide = () => file(png(3000, 10), "image/png")
-    const first = await Effect.runPromise(Image.normalizeAll([wide(), wide(), wide()], LIMITS, 1))
-    expect(first.map((part) => (part.type === "file" ? `${part.mime} ${Image.sniff(bytesOf(part))?.width}` : "text"))).toEqual([
-      "image/png 2000",
-      "text",
-      "image/png 3000",
-      "image/png 3000",
-    ])
-    const over = await Effect.runPromise(Effect.exit(Image.normalizeAll([wide(), wide(), wide()], LIMITS, 32, 70_000)))
+    const over = await Effect.runPromise(Effect.exit(Image.normalizeAll([wide(), wide(), wide()], LIMITS, 70_000)))
     if (Exit.isSuccess(over)) throw new Error("not refused")
     expect((over.cause.reasons[0] as unknown as { error: Image.Refused }).error.message).toMatch(
       /^The image \(PNG, \d+ KiB\) was not decoded: with it, the images of this output that need resizing would hold more than the 70000 pixels core decodes for one output\. It was not shown; return fewer or smaller images\.$/,
     )
-    // Within the budget, both are decoded.
-    expect(await Effect.runPromise(Effect.exit(Image.normalizeAll([wide(), wide()], LIMITS, 32, 70_000)))).toMatchObject({ _tag: "Success" })
+    // Within the budget, both are decoded and resized; an image that needs no decode takes none of it.
+    const both = await Effect.runPromise(Image.normalizeAll([wide(), file(png(100, 100)), wide()], LIMITS, 70_000))
+    expect(both.flatMap((part) => (part.type === "file" ? [Image.sniff(bytesOf(part))?.width] : []))).toEqual([2000, 100, 2000])
   })
 
   test("tighter limits win side by side", () => {
