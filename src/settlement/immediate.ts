@@ -308,7 +308,8 @@ const perform = (
         if (Exit.isFailure(known)) {
           return Exit.failCause(Cause.map(known.cause, Steps.operational("Could not read the settlement store")))
         }
-        return known.value?.state === "settled" ? superseded(known.value.settlement) : settledBy(settlement, false)
+        if (known.value === undefined) return Steps.recordGone(services, call, settlement)
+        return known.value.state === "settled" ? superseded(known.value.settlement) : settledBy(settlement, false)
       })
     })
   }

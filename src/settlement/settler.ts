@@ -92,6 +92,7 @@ const recordOwned = (services: Steps.Services, call: Steps.Received, settlement:
       return { settlement, replayed: false }
     }
     const known = yield* lookup(services, call)
+    if (known === undefined) return yield* Steps.recordGone(services, call, settlement)
     return known?.state === "settled" ? { settlement: known.settlement, replayed: false, superseded: true } : { settlement, replayed: false }
   })
 

@@ -167,6 +167,20 @@ export const keyOf = (services: Services, call: Call): Store.Key => ({
 
 export const recordFailed = (call: Call) => operational(`Could not record the settlement of ${call.name} (${call.toolCallID})`)
 
+/**
+ * Records the settlement of a call this process ran whose record is gone (a retention sweep took it while this
+ * process was held up past its lease): as new, unless a settler that waited for it recorded it first (`interrupted`),
+ * whose record then stands, as another's always does. Either way every settle of the call answers one settlement.
+ */
+export const recordGone = (services: Services, call: Received, settlement: Settlement.Info): Effect.Effect<Settled, OperationalError> =>
+  Effect.gen(function* () {
+    const key = keyOf(services, call)
+    const absent = { state: "absent", agent: call.agent, details: call.details } as const
+    if (yield* services.store.settle(key, settlement, absent).pipe(Effect.mapError(recordFailed(call)))) return { settlement, replayed: false }
+    const known = yield* services.store.lookup(key).pipe(Effect.mapError(operational("Could not read the settlement store")))
+    return known?.state === "settled" ? { settlement: known.settlement, replayed: false, superseded: true } : { settlement, replayed: false }
+  })
+
 // Admission: everything before the tool runs.
 
 /** Resolve: the tool the turn's catalog captured for the call's name, or why there is none. */

@@ -223,6 +223,64 @@ describe("a call whose record is removed while another core runs it", () => {
   }
 })
 
+// The other side of the same sweep: the owner, resumed, finished the call while its record was gone. It answered its
+// result without recording it, and a waiter's next look recorded interrupted: two answers for one call.
+describe("a call whose record is removed while this process runs it", () => {
+  for (const immediately of [true, false]) {
+    test(`records its result as new, which every later settle answers (${immediately ? "immediate" : "fiber"} path)`, async () => {
+      let ran = 0
+      let gone = false
+      const call = Kernel.call("swept", {})
+      const swept = Tool.make({
+        description: "Runs while a retention sweep takes its record",
+        input: Schema.Struct({}),
+        output: Schema.String,
+        execute: () =>
+          Effect.sync(() => {
+            gone = true
+            return `run ${++ran}`
+          }),
+      })
+      // The memory store, but for the call's record, taken away while the tool runs: looked up, it is not there,
+      // and only a settlement recorded as new brings it back.
+      const sweeping = Layer.effect(
+        Store.Service,
+        Effect.gen(function* () {
+          const real = yield* Store.Service
+          const { now: _, ...effects } = real
+          const ours = (key: Store.Key) => gone && key.toolCallID === call.toolCallID
+          return Store.Service.of({
+            ...effects,
+            lookup: (key) => (ours(key) ? Effect.succeed(undefined) : real.lookup(key)),
+            settle: (key, settlement, expected) => {
+              if (!ours(key)) return real.settle(key, settlement, expected)
+              if (expected.state !== "absent") return Effect.succeed(false)
+              gone = false
+              return real.settle(key, settlement, { state: "owned" })
+            },
+          })
+        }),
+      ).pipe(Layer.provide(Store.layerMemory))
+      const outcome = await Effect.runPromise(
+        Effect.gen(function* () {
+          yield* (yield* Registry.Service).tools.register({ swept })
+          const turn = yield* (yield* Settler.Service).materialize()
+          const first = yield* turn.settle(call)
+          const again = yield* turn.settle(call)
+          return { first, again }
+        }).pipe(
+          Effect.scoped,
+          Effect.provideService(Settler.Immediately, immediately),
+          Effect.provide(HostKernel.layer({ store: sweeping, outputsDirectory: join(tempDir(), "outputs") })),
+        ),
+      )
+      expect(ran).toBe(1)
+      expect(outcome.first).toMatchObject({ replayed: false, settlement: { status: "success", content: [{ type: "text", text: "run 1" }] } })
+      expect(outcome.again).toEqual({ replayed: true, settlement: outcome.first.settlement })
+    })
+  }
+})
+
 describe("Steps.Options.onRecord", () => {
   const settleTelling = (turn: Settler.Materialization, call: Settler.Call) =>
     Effect.gen(function* () {
