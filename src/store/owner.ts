@@ -78,6 +78,9 @@ export const runsHere = (owner: string): boolean => {
   return here !== undefined && here.start !== "" && runs(here.pid, here.start)
 }
 
+/** Whether `owner` is this process, or another that certainly still runs on this machine (`runsHere`). */
+export const stillRuns = (owner: string): boolean => owner === current || runsHere(owner)
+
 /**
  * Whether the process identified by `owner` is still running. A process on another host cannot be checked and
  * counts as not running, so a caller never waits on it forever.

@@ -533,14 +533,14 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
             // A call whose owner still runs on this machine is waited for here, lapsed lease or not: kept too (an
             // owner on another machine only its lease tells of).
             const lapsed: Array<{ owner: string }> = await sql`
-              SELECT DISTINCT owner FROM core.settlements WHERE state = 'started' AND started_at < ${cutoff}
+              SELECT DISTINCT owner FROM core.settlements WHERE COALESCE(settled_at, started_at) < ${cutoff} AND state = 'started'
                 AND COALESCE(lease_until, 0) < LEAST(${cutoff}, ${sql.unsafe(NOW_MS)}) AND owner IS NOT NULL`
-            const live = lapsed.map((row) => row.owner).filter(Owner.runsHere)
+            const live = lapsed.map((row) => row.owner).filter(Owner.stillRuns)
             const result = await sql`
               DELETE FROM core.settlements WHERE id IN
                 (SELECT id FROM core.settlements WHERE COALESCE(settled_at, started_at) < ${cutoff}
                    AND (state <> 'started' OR (COALESCE(lease_until, 0) < LEAST(${cutoff}, ${sql.unsafe(NOW_MS)})
-                     AND owner NOT IN (SELECT jsonb_array_elements_text(${JSON.stringify(live)}::text::jsonb))))
+                     AND (owner IS NULL OR owner NOT IN (SELECT jsonb_array_elements_text(${JSON.stringify(live)}::text::jsonb)))))
                    AND CASE WHEN ${given}::text IS NULL
                      THEN NOT EXISTS (SELECT 1 FROM core.retentions r WHERE r.location = core.settlements.location)
                      ELSE core.settlements.location = ${given}::text END
