@@ -89,14 +89,14 @@ export const wellFormed = <A>(value: A): A => {
     return (changed ?? value) as A
   }
   let changed = false
-  const made: Record<string, unknown> = {}
-  for (const [key, item] of Object.entries(value)) {
+  const made = Object.entries(value).map(([key, item]): [string, unknown] => {
     const wholeKey = wellFormed(key)
     const whole = wellFormed(item)
     if (wholeKey !== key || whole !== item) changed = true
-    made[wholeKey] = whole
-  }
-  return (changed ? made : value) as A
+    return [wholeKey, whole]
+  })
+  // Own data properties, as JSON.parse makes them: a server's "__proto__" key stays a key.
+  return (changed ? Object.fromEntries(made) : value) as A
 }
 
 /** The text of a result, for a failure's message: its text parts, or a note that it had none. */

@@ -510,7 +510,8 @@ export const prepare = (
   let sockets: ReadonlyArray<string> | undefined
   const socketKept = (path: string) => {
     if (lstatSync(path, { throwIfNoEntry: false })?.isSocket() !== true) return false
-    sockets ??= Sockets.reachable(settings.sockets, [policy.location, ...policy.approved], env) ?? []
+    // Expanded as the grant is (Shell: core's environment, not the command's).
+    sockets ??= Sockets.reachable(settings.sockets, [policy.location, ...policy.approved]) ?? []
     return !sockets.some((granted) => within(granted, path))
   }
   const refused = (output: string, cwd: string): ReadonlyArray<string> => {
@@ -526,6 +527,7 @@ export const prepare = (
       if (git !== undefined && git.length <= PATH_MAX) {
         const path = Landlock.real(Home.expand(git, home, cwd))
         if (!core.some((dir) => within(dir, path)) && !reachable(path) && existsSync(path)) paths.add(git)
+        if (paths.size > REFUSED_MAX) return [...paths]
       }
       const refusal = REFUSAL.test(line)
       const socket = refusal || (unconnected && UNCONNECTED.test(line))

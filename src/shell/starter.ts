@@ -310,11 +310,12 @@ const EPERM = 1
 
 /**
  * What a reaper runs: for each line the supervisor writes, one kill(-1, SIGKILL), which reaches every process of
- * the reaper's domain but itself (the command's, nested in it) and nothing else; it ends when the pipe does (the
- * supervisor gone). Started in the background and left by the shell that started it, so that it is the
- * supervisor's child (a subreaper's) rather than the command's, in a session of its own; that shell prints its pid.
+ * the reaper's domain but itself (the command's, nested in it) and nothing else; when the pipe ends (the supervisor
+ * gone, killed outright or by the OOM killer), one more, and it ends: nothing of the command outlives its
+ * supervisor. Started in the background and left by the shell that started it, so that it is the supervisor's child
+ * (a subreaper's) rather than the command's, in a session of its own; that shell prints its pid.
  */
-const REAPER = "( while read -r _; do kill -9 -1; done ) <&3 >/dev/null 2>&1 3<&- & echo $!"
+const REAPER = "( while read -r _; do kill -9 -1; done; kill -9 -1 ) <&3 >/dev/null 2>&1 3<&- & echo $!"
 
 /**
  * Where the supervisor has no PID namespace, seals this thread in a Landlock domain of its own that handles the

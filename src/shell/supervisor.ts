@@ -231,8 +231,9 @@ const retire = () => {
 const endReaper = async () => {
   if (reaper === undefined) return
   const pid = reaper.pid
-  retire()
+  // Killed before its pipe closes: at its pipe's end it would make one more kill(-1), needless now.
   Native.kill(pid, SIGKILL)
+  retire()
   for (let tries = 0; tries < 100 && Native.reap(pid) === 0; tries++) await sleep(1)
 }
 
