@@ -121,12 +121,9 @@ const refuseUnloaded = (name: string) =>
 const refuseUnconnected = (name: string) =>
   Effect.gen(function* () {
     if ((yield* Registry.Service).capture().resolve(name)._tag !== "Unknown") return
-    // The server whose name is the longest prefix is the one that would offer it (`gh_ent_x` is `gh_ent`'s, not `gh`'s).
-    const failed = (yield* McpClient.Service)
-      .states()
-      .filter((state) => name.startsWith(`${state.name}_`))
-      .sort((a, b) => b.name.length - a.name.length)[0]
-    if (failed?.status !== "failed") return
+    // A server's name has no "_" (Config): the one before the first is the server's.
+    const failed = (yield* McpClient.Service).states().find((state) => state.status === "failed" && name.startsWith(`${state.name}_`))
+    if (failed === undefined) return
     return yield* new Command.UsageError({
       command: "exec",
       message: `the tool "${name}" is not offered: MCP server "${failed.name}" could not be connected: ${failed.error ?? "it failed"}`,

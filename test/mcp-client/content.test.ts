@@ -20,3 +20,17 @@ describe("McpContent.part", () => {
     }
   })
 })
+
+describe("McpContent.wellFormed", () => {
+  test("makes halves of characters U+FFFD in strings and keys, keeps a __proto__ key a key, and passes whole values as they are", () => {
+    const parsed = JSON.parse('{"__proto__":{"admin":true},"x":"a\\ud800","k\\udc00":["\\ud83d\\ude00","\\ude00"]}')
+    const made = McpContent.wellFormed(parsed) as Record<string, unknown>
+    expect(Object.keys(made)).toEqual(["__proto__", "x", "k\uFFFD"])
+    expect(Object.getPrototypeOf(made)).toBe(Object.prototype)
+    expect((made as { admin?: unknown }).admin).toBeUndefined()
+    expect(made.x).toBe("a\uFFFD")
+    expect(made["k\uFFFD"]).toEqual(["\u{1F600}", "\uFFFD"])
+    const whole = { a: ["b", { c: "\u{1F600}" }] }
+    expect(McpContent.wellFormed(whole)).toBe(whole)
+  })
+})

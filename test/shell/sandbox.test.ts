@@ -125,6 +125,10 @@ describe("the shell sandbox", () => {
     expect(pushed.stderr.text).toContain("fatal: '../remote.git' does not appear to be a git repository")
     expect(pushed.stderr.text).toContain("fatal: '../missing.git' does not appear to be a git repository")
     expect(pushed.refused).toEqual(["../remote.git"])
+    // However many such lines a command prints, a few paths are named.
+    const many = Array.from({ length: 10 }, (_, at) => mkdirSync(join(root, `r${at}.git`), { recursive: true }) ?? join(root, `r${at}.git`))
+    const printed = await run(many.map((path) => `echo "fatal: '${path}' does not appear to be a git repository" >&2`).join("; "), location)
+    expect(printed.refused).toHaveLength(4)
   })
 
   test.skipIf(!LANDLOCK)(`reading outside the Location is refused unless approved; system files stay readable${needs}`, async () => {

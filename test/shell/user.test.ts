@@ -173,6 +173,35 @@ describe.skipIf(!runnable)(`core run by a user who is not root${runnable ? "" : 
     }
   })
 
+  // Without a PID namespace, nothing ended a command's detached processes when its supervisor was killed outright (the
+  // OOM killer, SIGKILL): the reaper's pipe closed and it only exited. At its pipe's end it now makes one more kill(-1).
+  test("its supervisor killed outright, what the command detached ends too", async () => {
+    const home = owned("core-user-home-")
+    const cwd = owned("core-user-cwd-")
+    const hidden = `core-hidden-${crypto.randomUUID().slice(0, 8)}`
+    const child = Bun.spawn(
+      [setpriv!, `--reuid=${USER}`, `--regid=${USER}`, "--clear-groups", process.execPath, CHILD, owned("core-user-runs-"), cwd,
+        `(env -i setsid bash -c 'exec -a ${hidden} sleep 1000' &); echo "$PPID" > supervisor; sleep 60`],
+      { cwd: "/tmp", env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home }, stdout: "pipe", stderr: "pipe" },
+    )
+    try {
+      const at = join(cwd, "supervisor")
+      for (let tries = 0; tries < 500 && (!existsSync(at) || named(hidden).length === 0); tries++) await Bun.sleep(10)
+      expect(named(hidden)).toHaveLength(1)
+      process.kill(Number(readFileSync(at, "utf8")), "SIGKILL")
+      let left = named(hidden)
+      for (let tries = 0; tries < 200 && left.length > 0; tries++) {
+        await Bun.sleep(10)
+        left = named(hidden)
+      }
+      expect(left).toEqual([])
+    } finally {
+      child.kill("SIGKILL")
+      await child.exited
+      for (const pid of named(hidden)) process.kill(Number(pid), "SIGKILL")
+    }
+  })
+
   // The kernel counts a user's processes and threads per user namespace, and the command is in its supervisor's.
   test("its processes are bounded (a fork bomb stops there), and it cannot raise the bound", () => {
     const { result } = run(

@@ -53,6 +53,8 @@ describe("Owner", () => {
     expect(Owner.runsHere(`another-host:${child.pid}:${start}:0123456789ab:another-boot/4026531836`)).toBe(false)
     expect(Owner.runsHere(`another-host:${child.pid}::0123456789ab:${machine}`)).toBe(false)
     expect(Owner.runsHere(Owner.current)).toBe(false)
+    // What a prune keeps: those, and this very process (its lease lapsed while the machine slept).
+    expect([owner, Owner.current, `another-host:${child.pid}:1:0123456789ab:${machine}`].map(Owner.stillRuns)).toEqual([true, true, false])
     child.kill("SIGKILL")
     child.kill("SIGCONT")
     await child.exited
