@@ -166,6 +166,27 @@ describe("a call whose record another settler made while this one ran it", () =>
   }
 })
 
+/** Settles `call` twice through `tools` on a kernel of its own over `store`, on the immediate path or the fiber path. */
+const settleTwice = (
+  tools: Record<string, Tool.Any>,
+  call: Settler.Call,
+  store: Layer.Layer<Store.Service>,
+  immediately: boolean,
+) =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      yield* (yield* Registry.Service).tools.register(tools)
+      const turn = yield* (yield* Settler.Service).materialize()
+      const first = yield* turn.settle(call)
+      const again = yield* turn.settle(call)
+      return { first, again }
+    }).pipe(
+      Effect.scoped,
+      Effect.provideService(Settler.Immediately, immediately),
+      Effect.provide(HostKernel.layer({ store, outputsDirectory: join(tempDir(), "outputs") })),
+    ),
+  )
+
 // A retention sweep took a call's record while its owner, held up past its lease, still ran it: the settler waiting
 // for that owner found nothing recorded and ran the call itself, a second time.
 describe("a call whose record is removed while another core runs it", () => {
@@ -201,19 +222,7 @@ describe("a call whose record is removed while another core runs it", () => {
           })
         }),
       ).pipe(Layer.provide(Store.layerMemory))
-      const outcome = await Effect.runPromise(
-        Effect.gen(function* () {
-          yield* (yield* Registry.Service).tools.register({ counted })
-          const turn = yield* (yield* Settler.Service).materialize()
-          const first = yield* turn.settle(call)
-          const again = yield* turn.settle(call)
-          return { first, again }
-        }).pipe(
-          Effect.scoped,
-          Effect.provideService(Settler.Immediately, immediately),
-          Effect.provide(HostKernel.layer({ store: sweptWhileRunning, outputsDirectory: join(tempDir(), "outputs") })),
-        ),
-      )
+      const outcome = await settleTwice({ counted }, call, sweptWhileRunning, immediately)
       expect(looks).toBe(2)
       expect(ran).toBe(0)
       expect(outcome.first).toMatchObject({ replayed: true, settlement: { status: "error", error: { kind: "interrupted" } } })
@@ -261,19 +270,7 @@ describe("a call whose record is removed while this process runs it", () => {
           })
         }),
       ).pipe(Layer.provide(Store.layerMemory))
-      const outcome = await Effect.runPromise(
-        Effect.gen(function* () {
-          yield* (yield* Registry.Service).tools.register({ swept })
-          const turn = yield* (yield* Settler.Service).materialize()
-          const first = yield* turn.settle(call)
-          const again = yield* turn.settle(call)
-          return { first, again }
-        }).pipe(
-          Effect.scoped,
-          Effect.provideService(Settler.Immediately, immediately),
-          Effect.provide(HostKernel.layer({ store: sweeping, outputsDirectory: join(tempDir(), "outputs") })),
-        ),
-      )
+      const outcome = await settleTwice({ swept }, call, sweeping, immediately)
       expect(ran).toBe(1)
       expect(outcome.first).toMatchObject({ replayed: false, settlement: { status: "success", content: [{ type: "text", text: "run 1" }] } })
       expect(outcome.again).toEqual({ replayed: true, settlement: outcome.first.settlement })
