@@ -522,25 +522,26 @@ export const prepare = (
     if (!denied && !missing && !unconnected && !repository) return []
     const paths = new Set<string>()
     for (const line of output.split("\n")) {
-      // A repository the command could not reach, that is there: the sandbox's, where it is out of reach.
+      // A repository git could not read, quoted: the sandbox's where it is there and out of reach.
       const git = repository ? NOT_A_REPOSITORY.exec(line)?.[1] : undefined
-      if (git !== undefined && git.length <= PATH_MAX) {
-        const path = Landlock.real(Home.expand(git, home, cwd))
-        if (!core.some((dir) => within(dir, path)) && !reachable(path) && existsSync(path)) paths.add(git)
-        if (paths.size > REFUSED_MAX) return [...paths]
-      }
       const refusal = REFUSAL.test(line)
       const socket = refusal || (unconnected && UNCONNECTED.test(line))
-      if (!socket && !(missing && COVERED.test(line))) continue
-      const named = absoluteNamed(line)
-      for (const match of line.matchAll(RELATIVE)) if (match[1]!.includes("/")) named.push(match[1]!)
+      const listed = socket || (missing && COVERED.test(line))
+      if (!listed && git === undefined) continue
+      const named = listed ? absoluteNamed(line) : []
+      if (listed) for (const match of line.matchAll(RELATIVE)) if (match[1]!.includes("/")) named.push(match[1]!)
+      if (git !== undefined) named.push(git)
       for (const name of named) {
         // Longer than any path the kernel takes: never a file refused (and resolving it, segment by segment, would
         // overflow the stack on a line of hundreds of thousands of slashes a command can print).
         if (name.length > PATH_MAX) continue
         const path = Landlock.real(Home.expand(name, home, cwd))
         if (core.some((dir) => within(dir, path))) continue
-        if ((refusal && !reachable(path)) || (socket && socketKept(path)) || covers(path)) paths.add(name)
+        const kept =
+          name === git
+            ? !reachable(path) && existsSync(path)
+            : (refusal && !reachable(path)) || (socket && socketKept(path)) || covers(path)
+        if (kept) paths.add(name)
         if (paths.size > REFUSED_MAX) return [...paths]
       }
     }
