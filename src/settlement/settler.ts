@@ -93,7 +93,7 @@ const recordOwned = (services: Steps.Services, call: Steps.Received, settlement:
     }
     const known = yield* lookup(services, call)
     if (known === undefined) return yield* Steps.recordGone(services, call, settlement)
-    return known?.state === "settled" ? { settlement: known.settlement, replayed: false, superseded: true } : { settlement, replayed: false }
+    return known.state === "settled" ? { settlement: known.settlement, replayed: false, superseded: true } : { settlement, replayed: false }
   })
 
 /** Records the intent to run a call: false when the call is already known (another settler got there first). */

@@ -12,7 +12,7 @@ export * as Supervisor from "./supervisor"
 // heavy: it starts for every command. It decides nothing and never writes to stdout or stderr, which belong to the
 // command.
 
-import { closeSync, openSync, readSync, writeFileSync, writeSync } from "node:fs"
+import { openSync, readSync, writeFileSync, writeSync } from "node:fs"
 import { join } from "node:path"
 import { Landlock } from "./landlock"
 import { Namespace } from "./namespace"
@@ -219,7 +219,7 @@ let reaper: { readonly pid: number; readonly fd: number } | undefined
 
 /** Lets the reaper go (its pipe closed, it ends): gone, or no longer needed. Nothing is sealed then but a namespace. */
 const retire = () => {
-  if (reaper !== undefined) closeQuietly(reaper.fd)
+  if (reaper !== undefined) Native.close(reaper.fd)
   reaper = undefined
   sealed = namespaced
 }
@@ -235,14 +235,6 @@ const endReaper = async () => {
   Native.kill(pid, SIGKILL)
   retire()
   for (let tries = 0; tries < 100 && Native.reap(pid) === 0; tries++) await sleep(1)
-}
-
-const closeQuietly = (fd: number) => {
-  try {
-    closeSync(fd)
-  } catch {
-    // closed already
-  }
 }
 
 /** Native.reap, noting the reaper's end should it be the child reaped: its pid may be another process's next. */
@@ -605,11 +597,11 @@ const startStarter = (flags: Starter.Flags, stdin: "inherit" | "ignore", reaped:
       },
     )
   } catch (cause) {
-    if (ends !== undefined) closeQuietly(ends[1])
+    if (ends !== undefined) Native.close(ends[1])
     throw cause
   } finally {
     // The starter's end is its own now (and its reaper's).
-    if (ends !== undefined) closeQuietly(ends[0])
+    if (ends !== undefined) Native.close(ends[0])
   }
   ours(process_)
   return { process: process_, ready, outcome, closed: () => closed, reap: ends?.[1] }
@@ -617,7 +609,7 @@ const startStarter = (flags: Starter.Flags, stdin: "inherit" | "ignore", reaped:
 
 /** Ends a starter that will not be used, and waits until it is gone (it must not be taken for the command's). */
 const dismiss = async (starter: Starting) => {
-  if (starter.reap !== undefined) closeQuietly(starter.reap)
+  if (starter.reap !== undefined) Native.close(starter.reap)
   starter.process.kill("SIGKILL")
   await starter.process.exited
 }
@@ -753,7 +745,7 @@ export const main = async (
     if (outcome.reaper !== undefined && using.reap !== undefined) {
       reaper = { pid: outcome.reaper, fd: using.reap }
       sealed = true
-    } else if (using.reap !== undefined) closeQuietly(using.reap)
+    } else if (using.reap !== undefined) Native.close(using.reap)
     started(using.process, outcome.readOnly)
   }
   /** The command runs: reported, and followed to its end (none: see `run`). */
