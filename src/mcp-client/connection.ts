@@ -779,6 +779,14 @@ export class Server {
       const detail = cause.message.replace(/^MCP error -?\d+: /, "")
       return `${server} answered with a result that breaks the output schema it declared while ${doing} (${detail.slice(0, 500)}); the tool ran there, and its result is not used.`
     }
+    // An answer the transport dropped unread for its size.
+    const tooLong = cause instanceof McpError ? JsonRpc.tooLongOf(cause) : undefined
+    if (tooLong !== undefined) {
+      return (
+        `${server} answered with a message of ${megabytes(tooLong.length)} while ${doing}, over the ${megabytes(tooLong.limit)} core reads ` +
+        "from a server; the tool ran there, and its result is not used. Ask for less at once; a longer timeout will not help."
+      )
+    }
     // An answer the transport could not take as JSON-RPC (a result that is no object, "error": null beside it).
     const malformed = cause instanceof McpError ? JsonRpc.malformedWhy(cause) : undefined
     if (malformed !== undefined) {
@@ -805,6 +813,9 @@ export class Server {
     await this.connecting
   }
 }
+
+/** A size in characters (bytes, for the JSON servers send) as a model reads it. */
+const megabytes = (length: number): string => `${(length / (1024 * 1024)).toFixed(1)} MiB`
 
 /** A call found the server not connected and could not connect it. */
 class Unavailable extends Error {

@@ -113,6 +113,29 @@ export const stoodIn = (value: unknown): JSONRPCMessage | undefined => {
   }
 }
 
+/**
+ * What a transport hands on in place of an answer to request `id` that it dropped unread for its `length` (in
+ * characters), over the `limit` it reads: an error for that request, so that it fails now rather than wait out its
+ * timeout.
+ */
+export const tooLong = (id: string | number, length: number, limit: number): JSONRPCMessage => ({
+  jsonrpc: VERSION,
+  id,
+  error: {
+    code: INTERNAL_ERROR,
+    message: `the server's answer to this request is a message of ${length} characters, over the ${limit} core reads`,
+    data: { malformed: MALFORMED, length, limit },
+  },
+})
+
+/** The length and limit of an answer dropped unread, when `cause` (an error a request failed with) is core's `tooLong`. */
+export const tooLongOf = (cause: { readonly data?: unknown }): { readonly length: number; readonly limit: number } | undefined => {
+  const data = cause.data as { readonly malformed?: unknown; readonly length?: unknown; readonly limit?: unknown } | undefined
+  return typeof data === "object" && data !== null && data.malformed === MALFORMED && typeof data.length === "number" && typeof data.limit === "number"
+    ? { length: data.length, limit: data.limit }
+    : undefined
+}
+
 /** What is wrong with a malformed answer, when `cause` (an error a request failed with) is core's own saying so. */
 export const malformedWhy = (cause: { readonly data?: unknown }): string | undefined => {
   const data = cause.data as { readonly malformed?: unknown; readonly why?: unknown } | undefined

@@ -8,6 +8,7 @@ export * as McpClientStdio from "./mcp-client-stdio"
 
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
+import { JsonRpcId } from "../contract/json-rpc-id"
 import { ProcessGroup } from "../shell/process-group"
 import { JsonRpc } from "./json-rpc"
 import { ServerLaunch } from "./server-launch"
@@ -21,7 +22,10 @@ export const GRACE_MS = 1000
 const STDERR_TAIL_BYTES = 2048
 /** How long, after the process ended, its last stderr output is waited for. */
 const STDERR_SETTLE_MS = 100
-/** A line longer than this is not a message core will read: it is dropped like garbage. */
+/**
+ * A line longer than this is not a message core will read: it is dropped unread, and the request it answers, where
+ * its beginning or end shows which, fails at once saying so (JsonRpcId.glimpse).
+ */
 export const MAX_LINE_BYTES = 16 * 1024 * 1024
 /**
  * The most of core's answers to a server's own requests (in characters) that may wait to be written to it: past it
@@ -123,8 +127,9 @@ export class Process implements Transport {
   /** Lines on stdout that were not JSON-RPC messages. */
   ignoredLines = 0
   /**
-   * The size read of the last message core dropped for being over MAX_LINE_BYTES, if one was: a request whose
-   * answer it was waits until its timeout, and is told why (the first timeout after it takes it: ../connection).
+   * The size of the last message core dropped (or is dropping) for being over MAX_LINE_BYTES whose request it could
+   * not tell, if one was: a request whose answer it was waits until its timeout, and is told why (the first timeout
+   * after it takes it: ../connection).
    */
   oversized: number | undefined
   /** How the process ended, once it has. */
@@ -173,6 +178,8 @@ export class Process implements Transport {
   private async read(): Promise<void> {
     const decoder = new TextDecoder()
     let buffer = ""
+    /** The line being dropped for its length: its beginning, its end so far, and its length so far. */
+    let dropping: { readonly head: string; tail: string; length: number } | undefined
     const reader = this.child.stdout.getReader()
     try {
       for (;;) {
@@ -183,19 +190,45 @@ export class Process implements Transport {
         buffer += decoder.decode(chunk, { stream: true })
         let newline = buffer.indexOf("\n", searched)
         while (newline !== -1) {
-          this.line(buffer.slice(0, newline))
+          const line = buffer.slice(0, newline)
+          if (dropping === undefined) this.line(line)
+          else {
+            this.dropped(dropping.head, (dropping.tail + line).slice(-JsonRpcId.TAIL_CHARS), dropping.length + line.length)
+            dropping = undefined
+          }
           buffer = buffer.slice(newline + 1)
           newline = buffer.indexOf("\n")
         }
-        if (buffer.length > MAX_LINE_BYTES) {
-          this.ignoredLines++
-          this.oversized = buffer.length
+        if (dropping !== undefined) {
+          // Only its end is kept from now on, until the line ends.
+          dropping.tail = (dropping.tail + buffer).slice(-JsonRpcId.TAIL_CHARS)
+          dropping.length += buffer.length
+          this.oversized = dropping.length
+          buffer = ""
+        } else if (buffer.length > MAX_LINE_BYTES) {
+          dropping = { head: buffer.slice(0, JsonRpcId.HEAD_CHARS), tail: buffer.slice(-JsonRpcId.TAIL_CHARS), length: buffer.length }
+          this.oversized = dropping.length
           buffer = ""
         }
       }
     } catch (cause) {
       this.onerror?.(cause instanceof Error ? cause : new Error(String(cause)))
     }
+  }
+
+  /**
+   * A line over MAX_LINE_BYTES, of `length` characters, dropped unread: where its beginning or end shows it answers a
+   * request, that request fails now, saying so; else the next timeout says why (`oversized`).
+   */
+  private dropped(head: string, tail: string, length: number): void {
+    this.ignoredLines++
+    const { id: seen, kind } = JsonRpcId.glimpse(head, tail)
+    // A number as written: core's own requests' ids are small integers.
+    const id = typeof seen === "object" ? Number(JSON.stringify(seen)) : seen
+    if (kind === "answer" && (typeof id === "string" || Number.isSafeInteger(id))) {
+      this.oversized = undefined
+      this.onmessage?.(JsonRpc.tooLong(id!, length, MAX_LINE_BYTES))
+    } else this.oversized = length
   }
 
   private line(raw: string): void {

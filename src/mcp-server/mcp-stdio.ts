@@ -8,41 +8,20 @@ export * as McpStdio from "./mcp-stdio"
 import type { Readable } from "node:stream"
 import type { Transport as McpTransport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { ErrorCode, JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
+import { JsonRpcId } from "../contract/json-rpc-id"
 
 /** A line longer than this is not read: it is answered with an error (carrying its id when it can be read). */
 export const MAX_LINE_BYTES = 8 * 1024 * 1024
 
 /** What answers JSON that is no JSON-RPC 2.0 message (over stdio, and over HTTP at /mcp). */
 export const NOT_JSON_RPC = "Invalid request: not a JSON-RPC 2.0 request or notification."
-/** How much of an over-long line is kept to find its id (clients put `id` before `params`). */
-const ID_SCAN_BYTES = 64 * 1024
 
 type Id = string | number
 
-/**
- * A numeric id as its message wrote it, which JSON.stringify writes back as it is (`JSON.rawJSON`, which Bun has and
- * TypeScript's lib does not yet): read as a number, `9007199254740993` would be answered as `9007199254740992`, an id
- * the client never sent, and a client matching answers by id would wait for its own forever.
- */
-type Written = object
-const written = (JSON as unknown as { readonly rawJSON: (text: string) => Written }).rawJSON
-
 /** The id an error answers with: the message's own, a number as written where that is known, or null. */
-export type AnswerId = Id | Written | null
+export type AnswerId = Id | JsonRpcId.Written | null
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true })
-
-const ID_VALUE = /^\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)/
-
-/** The index of the quote that closes the JSON string opening at `start`, or -1 if the text ends first. */
-const stringEnd = (text: string, start: number): number => {
-  for (let index = start + 1; index < text.length; index++) {
-    const char = text[index]
-    if (char === "\\") index++
-    else if (char === '"') return index
-  }
-  return -1
-}
 
 /** A JSON text's value, undefined where it is not valid JSON. */
 const parsedOrUndefined = (text: string): unknown => {
@@ -53,35 +32,6 @@ const parsedOrUndefined = (text: string): unknown => {
   }
 }
 
-/** An id's JSON text read as a value (a number as written), undefined where it is not valid JSON (`01`, `"\q"`). */
-const parsedId = (text: string): Id | Written | undefined => {
-  const value = parsedOrUndefined(text) as Id | undefined
-  return typeof value === "number" ? written(text) : value
-}
-
-/** The top-level `id` of a JSON object's text, read from its beginning alone (the rest may be missing). */
-export const scanId = (text: string): Id | Written | undefined => {
-  let depth = 0
-  for (let index = 0; index < text.length; index++) {
-    const char = text[index]
-    if (char === '"') {
-      const end = stringEnd(text, index)
-      if (end === -1) return undefined
-      if (depth === 1 && text.slice(index, end + 1) === '"id"') {
-        const colon = /^\s*:/.exec(text.slice(end + 1, end + 64))
-        if (colon !== null) {
-          const value = ID_VALUE.exec(text.slice(end + 1 + colon[0].length, end + 1 + colon[0].length + 1024))
-          return value === null ? undefined : parsedId(value[1]!)
-        }
-      }
-      index = end
-    } else if (char === "{" || char === "[") depth++
-    else if (char === "}" || char === "]") depth--
-  }
-  return undefined
-}
-
-/** The id of a parsed message that is not valid JSON-RPC, when it has one JSON-RPC allows. */
 /** The id of a message that is no valid JSON-RPC one, where it has one of the kinds an id is: its answer's id. */
 export const idOf = (value: unknown): Id | null => {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return null
@@ -99,10 +49,10 @@ export const answerIdOf = (line: string, parsed: unknown): AnswerId => {
   const id = idOf(parsed)
   const given = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as { id?: unknown }).id : undefined
   if (typeof given !== "number" || Number.isSafeInteger(given)) return id
-  const scanned = scanId(line.length > ID_SCAN_BYTES ? line.slice(0, ID_SCAN_BYTES) : line)
+  const scanned = JsonRpcId.scanId(line.length > JsonRpcId.HEAD_CHARS ? line.slice(0, JsonRpcId.HEAD_CHARS) : line)
   // The same number (a key given twice is read as its last: the first one found may be another).
   if (typeof scanned === "object" && Number(JSON.stringify(scanned)) === given) return scanned
-  if (line.length > ID_SCAN_BYTES) return id
+  if (line.length > JsonRpcId.HEAD_CHARS) return id
   /** Each object's `id` as written, where it is a number: the message's own is the one its root holds. */
   const sources = new Map<unknown, string>()
   let root: unknown
@@ -115,7 +65,7 @@ export const answerIdOf = (line: string, parsed: unknown): AnswerId => {
     return id
   }
   const source = sources.get(root)
-  return source === undefined ? id : written(source)
+  return source === undefined ? id : JsonRpcId.written(source)
 }
 
 const isResponse = (value: unknown): boolean =>
@@ -129,6 +79,12 @@ export interface Output {
   readonly write: (chunk: string) => boolean
   readonly once: (event: "drain", listener: () => void) => unknown
 }
+
+/** The last JsonRpcId.TAIL_CHARS bytes of `kept` followed by `piece`. */
+const suffixOf = (kept: Buffer, piece: Buffer): Buffer =>
+  piece.length >= JsonRpcId.TAIL_CHARS
+    ? Buffer.from(piece.subarray(piece.length - JsonRpcId.TAIL_CHARS))
+    : Buffer.concat([kept, piece]).subarray(-JsonRpcId.TAIL_CHARS)
 
 export class Transport implements McpTransport {
   onclose?: () => void
@@ -147,8 +103,8 @@ export class Transport implements McpTransport {
 
   private chunks: Array<Buffer> = []
   private size = 0
-  /** While an over-long line is skipped: its beginning (to find its id) and how many bytes it has had. */
-  private skipping: { prefix: Buffer; bytes: number } | undefined
+  /** While an over-long line is skipped: its beginning and its end so far (to find its id), and how many bytes it has had. */
+  private skipping: { prefix: Buffer; suffix: Buffer; bytes: number } | undefined
   private closed = false
 
   constructor(
@@ -183,9 +139,10 @@ export class Transport implements McpTransport {
     if (piece.length === 0) return
     const skipping = this.skipping
     if (skipping !== undefined) {
-      if (skipping.prefix.length < ID_SCAN_BYTES) {
-        skipping.prefix = Buffer.concat([skipping.prefix, piece.subarray(0, ID_SCAN_BYTES - skipping.prefix.length)])
+      if (skipping.prefix.length < JsonRpcId.HEAD_CHARS) {
+        skipping.prefix = Buffer.concat([skipping.prefix, piece.subarray(0, JsonRpcId.HEAD_CHARS - skipping.prefix.length)])
       }
+      skipping.suffix = suffixOf(skipping.suffix, piece)
       skipping.bytes += piece.length
       return
     }
@@ -194,9 +151,10 @@ export class Transport implements McpTransport {
       this.size += piece.length
       return
     }
-    // Too long to read: only its beginning is kept, to answer with its id.
-    const prefix = Buffer.concat([...this.chunks, piece.subarray(0, ID_SCAN_BYTES)]).subarray(0, ID_SCAN_BYTES)
-    this.skipping = { prefix: Buffer.from(prefix), bytes: this.size + piece.length }
+    // Too long to read: only its beginning and its end are kept, to answer with its id.
+    const prefix = Buffer.concat([...this.chunks, piece.subarray(0, JsonRpcId.HEAD_CHARS)]).subarray(0, JsonRpcId.HEAD_CHARS)
+    const suffix = suffixOf(Buffer.concat(this.chunks.slice(-1)), piece)
+    this.skipping = { prefix: Buffer.from(prefix), suffix, bytes: this.size + piece.length }
     this.chunks = []
     this.size = 0
   }
@@ -205,9 +163,11 @@ export class Transport implements McpTransport {
     const skipped = this.skipping
     if (skipped !== undefined) {
       this.skipping = undefined
-      const id = scanId(skipped.prefix.toString("utf8")) ?? null
+      const { id, kind } = JsonRpcId.glimpse(skipped.prefix.toString("utf8"), skipped.suffix.toString("utf8"))
+      // JSON-RPC never answers a response (a client's answer to an elicitation, say), however large.
+      if (kind === "answer") return this.onerror?.(new Error(`a JSON-RPC response of ${skipped.bytes} bytes was skipped unread`))
       this.answer(
-        id,
+        id ?? null,
         ErrorCode.InvalidRequest,
         `Message too large: ${skipped.bytes} bytes, over the limit of ${this.maxLineBytes} bytes per message; it was not read. Send less in one call (for example, write a large file in parts).`,
       )
@@ -224,7 +184,7 @@ export class Transport implements McpTransport {
       const lossy = bytes.toString("utf8")
       // JSON-RPC never answers a response, well formed or not.
       if (isResponse(parsedOrUndefined(lossy))) return this.onerror?.(new Error("a JSON-RPC response that is not UTF-8 was skipped"))
-      const id = scanId(lossy)
+      const id = JsonRpcId.scanId(lossy)
       return this.answer(
         typeof id === "string" && id.includes("\uFFFD") ? null : (id ?? null),
         ErrorCode.InvalidRequest,

@@ -7,7 +7,9 @@
 // nextCursor on every page, without end), "circle" (cursors leading back to a page listed before), "many" (3,000 tools
 // in 30 pages, the first with a 20,000-character description), "heavy" (40 tools of 60,000-character schemas), "deep" (adds a tool whose input schema refers to
 // itself without end and one answering structured content nested 1,000 levels deep), "stubborn"
-// (serves, but neither the end of its stdin nor SIGTERM ends it), "relist" (says its list changed after every listing). Its tools hang, crash, fail, answer a JSON-RPC
+// (serves, but neither the end of its stdin nor SIGTERM ends it), "relist" (says its list changed after every listing),
+// "oversized" (adds tools that write lines of 17 MiB as they are: an answer whose id sits in its middle, a request of
+// its own that shares the call's id). Its tools hang, crash, fail, answer a JSON-RPC
 // error, report progress, wait to be cancelled or change the tool list. With $SLOW_RESTART, it starts slowly after a
 // crash.
 
@@ -71,6 +73,10 @@ if (mode === "mute") {
     { name: "count", description: "How many times it was called", inputSchema: object() },
     { name: "grow", description: "Adds the tool `extra` and says the list changed", inputSchema: object() },
   ]
+  if (mode === "oversized") {
+    tools.push({ name: "hidden", description: "A 17 MiB answer whose id is neither first nor last, then nothing", inputSchema: object() })
+    tools.push({ name: "asks-big", description: "A 17 MiB request of its own with the call's id, then an answer", inputSchema: object() })
+  }
   if (mode === "relist") tools.push({ name: "listings", description: "How many times the tools were listed", inputSchema: object() })
   if (mode === "bad-names") {
     tools.push({ name: "has space", description: "Bad", inputSchema: object() })
@@ -241,6 +247,12 @@ if (mode === "mute") {
         return text(Array.from({ length: 5000 }, (_, index) => `line ${index + 1}`).join("\n"))
       case "huge":
         return text("x".repeat(17 * 1024 * 1024))
+      case "hidden":
+        say(`{"result":{"content":[{"type":"text","text":"${"x".repeat(17 * 1024 * 1024)}"}]},"id":${JSON.stringify(extra.requestId)},"jsonrpc":"2.0"}`)
+        return new Promise<never>(() => {})
+      case "asks-big":
+        say(`{"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"${"x".repeat(17 * 1024 * 1024)}"}}],"maxTokens":1},"jsonrpc":"2.0","id":${JSON.stringify(extra.requestId)}}`)
+        return text("answered after asking")
       case "slow":
         await Bun.sleep(Number((request.params.arguments as { ms?: number } | undefined)?.ms ?? 0))
         return text("slow")

@@ -576,13 +576,13 @@ describe("core as an MCP client: results and failures", () => {
     expect(JSON.stringify(some).length).toBeLessThan(60_000)
   }, 30_000)
 
-  // An answer on a line over 16 MiB is not read: the call waits for its timeout, which used to say to raise it.
-  test("an answer over 16 MiB on one line fails its call at the timeout saying so, not to raise the timeout", async () => {
-    const raw = rawServer(2_000)
+  // An answer on a line over 16 MiB is not read: the call waited for its timeout, which used to say to raise it. Its id
+  // written first (as this server and Python's SDK write it) names the call, which fails at once.
+  test("an answer over 16 MiB on one line whose id comes first fails its call at once, saying so, not to raise the timeout", async () => {
+    const raw = rawServer(120_000)
     const result = await withLocation(raw, () => Effect.flatMap(turn, (current) => settle(current, "fix_giant", {})))
     const message = result.settlement.error?.message ?? ""
-    expect(message).toStartWith('MCP server "fix" gave no answer core could read within 2000 ms while calling giant: it sent a message of more than ')
-    expect(message).toContain("over the 16777216 bytes core reads from a server")
+    expect(message).toStartWith('MCP server "fix" answered with a message of 17.0 MiB while calling giant, over the 16.0 MiB core reads from a server')
     expect(message).not.toContain('raise "timeoutMs"')
   }, 30_000)
 
@@ -646,22 +646,44 @@ describe("core as an MCP client: results and failures", () => {
     expect(textOf(result.after.settlement)).toBe("echo: still")
   }, 30_000)
 
-  // A line over MAX_LINE_BYTES is dropped unread, and the call it answered times out: that timeout says why. The next
-  // call that is merely slow says what a slow call says (a longer timeout would help it).
-  test("an answer too large to read fails its call saying so; a later slow call is told of its own timeout", async () => {
-    const result = await withLocation(fixture("serve", { timeoutMs: 3_000 }), () =>
+  // A line over MAX_LINE_BYTES is dropped unread. The call it answers, told by the answer's id at its end (where the
+  // SDKs write it), fails at once saying why, long before its timeout.
+  test("an answer too large to read fails its call at once saying so; the connection serves on", async () => {
+    const result = await withLocation(fixture("serve", { timeoutMs: 120_000 }), () =>
       Effect.gen(function* () {
         const current = yield* turn
         const huge = yield* settle(current, "fix_huge", {})
-        const slow = yield* settle(current, "fix_slow", { ms: 4_000 })
         const after = yield* settle(current, "fix_echo", { text: "still" })
-        return { huge: huge.settlement, slow: slow.settlement, after: after.settlement }
+        return { huge: huge.settlement, after: after.settlement }
       }),
     )
-    expect(result.huge.error?.message).toContain(`bytes, over the ${McpClientStdio.MAX_LINE_BYTES} bytes core reads from a server`)
-    expect(result.huge.error?.message).toContain("a longer timeout will not help")
+    expect(result.huge.status).toBe("error")
+    expect(result.huge.error?.message).toBe(
+      'MCP server "fix" answered with a message of 17.0 MiB while calling huge, over the 16.0 MiB core reads from a server; ' +
+        "the tool ran there, and its result is not used. Ask for less at once; a longer timeout will not help.",
+    )
+    expect(textOf(result.after)).toBe("echo: still")
+  }, 60_000)
+
+  // Where neither end of the dropped line shows its id, the call it answered times out: that timeout says why. The next
+  // call that is merely slow says what a slow call says (a longer timeout would help it). A request of the server's own
+  // too large to read, sharing a call's id, fails no call of core's.
+  test("an answer too large whose id cannot be seen: its call's timeout says why; a server's own large request fails nothing", async () => {
+    const result = await withLocation(fixture("oversized", { timeoutMs: 3_000 }), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const hidden = yield* settle(current, "fix_hidden", {})
+        const slow = yield* settle(current, "fix_slow", { ms: 4_000 })
+        const asks = yield* settle(current, "fix_asks-big", {})
+        const after = yield* settle(current, "fix_echo", { text: "still" })
+        return { hidden: hidden.settlement, slow: slow.settlement, asks: asks.settlement, after: after.settlement }
+      }),
+    )
+    expect(result.hidden.error?.message).toContain(`bytes, over the ${McpClientStdio.MAX_LINE_BYTES} bytes core reads from a server`)
+    expect(result.hidden.error?.message).toContain("a longer timeout will not help")
     expect(result.slow.error?.message).toContain('MCP server "fix" did not answer within 3000 ms')
     expect(result.slow.error?.message).not.toContain("will not help")
+    expect(textOf(result.asks)).toBe("answered after asking")
     expect(textOf(result.after)).toBe("echo: still")
   }, 60_000)
 

@@ -266,20 +266,27 @@ describe("core mcp over stdio against hostile input", () => {
     await mcp.initialize()
     const text = "y".repeat(20 * 1024 * 1024)
     mcp.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"text":"${text}"}}}\n`)
-    // Only the beginning of a line too large is read: an id after 20 MB of params cannot be, so the answer has id null.
-    mcp.send(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"text":"${text}"}},"id":10}\n`)
-    // An id at the start that is not valid JSON (`01`) cannot be read either.
-    mcp.send(`{"jsonrpc":"2.0","id":01,"method":"tools/call","params":{"name":"echo","arguments":{"text":"${text}"}}}\n`)
+    // Only the beginning and the end of a line too large are read: an id written last (as the SDKs write it) is found
+    // there, one in its middle is not, and that answer has id null.
+    mcp.send(`{"method":"tools/call","params":{"name":"echo","arguments":{"text":"${text}"}},"jsonrpc":"2.0","id":10}\n`)
+    mcp.send(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"text":"${text}"}},"id":12,"x":1}\n`)
+    // An id at the start that is not valid JSON (`01`) cannot be read either, nor is one at the end then taken instead.
+    mcp.send(`{"jsonrpc":"2.0","id":01,"method":"tools/call","params":{"name":"echo","arguments":{"text":"${text}"}},"id":13}\n`)
+    // A response too large (a client's answer to a request of the server's) is never answered.
+    mcp.send(`{"result":{"content":[{"type":"text","text":"${text}"}]},"jsonrpc":"2.0","id":14}\n`)
     mcp.request(11, "tools/call", { name: "echo", arguments: { text: "after the flood" } })
-    const refused = await mcp.next(9)
-    expect(refused.error.code).toBe(-32600)
-    expect(refused.error.message).toContain("too large")
+    for (const id of [9, 10]) {
+      const refused = await mcp.next(id)
+      expect(refused.error.code).toBe(-32600)
+      expect(refused.error.message).toContain("too large")
+    }
     for (let index = 0; index < 2; index++) {
       const unread = await mcp.next(null)
       expect(unread.error.code).toBe(-32600)
       expect(unread.error.message).toContain("too large")
     }
     expect((await mcp.next(11)).result.content[0].text).toBe("after the flood")
+    expect(mcp.texts.filter((text) => text.includes('"id":14') || text.includes('"id":12') || text.includes('"id":13'))).toEqual([])
     expect(runs(mcp.box, "echo")).toBe(1)
     expect(mcp.child.exitCode).toBe(null)
   }, 60_000)
