@@ -13,7 +13,7 @@ export * as ProcessDirs from "./process-dirs"
 // anything that is not a directory (a link), and names core did not make. A pid reused by a process that is not core
 // keeps a leftover until it ends.
 
-import { lstatSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { chmodSync, lstatSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { Owner } from "../store/owner"
 
@@ -62,13 +62,44 @@ export const sweep = (parent: string, prefix: string): number => {
     try {
       const stat = lstatSync(path)
       if (!stat.isDirectory() || (uid !== undefined && stat.uid !== uid)) continue
-      rmSync(path, { recursive: true, force: true })
-      removed++
+      if (remove(path)) removed++
     } catch {
       // Gone meanwhile (another core swept it), or not ours to remove: left.
     }
   }
   return removed
+}
+
+/**
+ * Removes `path` and everything beneath it, as far as this user may; answers whether it is gone, and never throws. A
+ * folder a command left without write or search permission (a test's read-only fixture, Go's module cache, a 0000
+ * folder) is made the user's own (0700) and removed with the rest: only folders, found by lstat, never through a link.
+ * Nothing of the command runs by then to swap one for a link (its supervisor ended every process first), and where
+ * no sandbox holds it, it could have changed those modes itself.
+ */
+export const remove = (path: string): boolean => {
+  try {
+    rmSync(path, { recursive: true, force: true })
+    return true
+  } catch {
+    // A folder beneath it that cannot be emptied: opened up below.
+  }
+  const folders = [path]
+  for (let folder = folders.pop(); folder !== undefined; folder = folders.pop()) {
+    try {
+      if (!lstatSync(folder).isDirectory()) continue
+      chmodSync(folder, 0o700)
+      for (const name of readdirSync(folder)) folders.push(join(folder, name))
+    } catch {
+      // Not ours, or gone: rmSync says below whether it mattered.
+    }
+  }
+  try {
+    rmSync(path, { recursive: true, force: true })
+    return true
+  } catch {
+    return false
+  }
 }
 
 /**

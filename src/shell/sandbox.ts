@@ -8,7 +8,7 @@ export * as Sandbox from "./sandbox"
 // carved around them (./landlock). When the system temp directory holds one of them (as in tests), the command
 // gets a fresh temp directory of its own (TMPDIR) instead of all of it.
 
-import { existsSync, lstatSync, mkdirSync, rmSync } from "node:fs"
+import { existsSync, lstatSync, mkdirSync } from "node:fs"
 import { homedir, tmpdir } from "node:os"
 import { dirname, join, relative, resolve } from "node:path"
 import { Covered } from "./covered"
@@ -585,7 +585,8 @@ export const prepare = (
         }
       : {}),
     cleanup: () => {
-      for (const own of [...owned, ...(temporary === undefined ? [] : [temporary])]) rmSync(own, { recursive: true, force: true })
+      // What is left is swept by a later core (ProcessDirs.sweep); a cleanup never fails the call whose output it follows.
+      for (const own of [...owned, ...(temporary === undefined ? [] : [temporary])]) ProcessDirs.remove(own)
     },
   }
 }

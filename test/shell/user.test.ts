@@ -4,7 +4,7 @@
 // run as root and the checkout is readable by that user; real processes throughout.
 
 import { describe, expect, test } from "bun:test"
-import { chownSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { chmodSync, chownSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Landlock } from "../../src/shell/landlock"
 import { Starter } from "../../src/shell/starter"
@@ -117,6 +117,23 @@ describe.skipIf(!runnable)(`core run by a user who is not root${runnable ? "" : 
     expect(after.mode & 0o777).toBe(0o600)
     expect(after.mtimeMs).toBe(before.mtimeMs)
     expect(statSync(join(cwd, "own")).mode & 0o777).toBe(0o755)
+  })
+
+  // A folder a command left read-only in its own temp folder made the cleanup throw: `core exec` ended with an
+  // operational failure (exit 3) and the command's output was lost; the temp folder stayed.
+  test("what a command leaves read-only in its temp folder is removed after it; its output stands; a link out is not followed", () => {
+    const outside = owned("core-user-outside-")
+    chmodSync(outside, 0o555)
+    const { result } = run(
+      `d=$(mktemp -d); mkdir "$d/ro" "$d/none"; echo x > "$d/ro/f"; chmod 555 "$d/ro"; chmod 000 "$d/none"
+       ln -s ${outside} "$d/link"; chmod 500 "$d"; echo "$TMPDIR"; echo done`,
+    )
+    const [temporary, said] = result.stdout.trim().split("\n")
+    expect({ said, exitCode: result.exitCode, stderr: result.stderr }).toEqual({ said: "done", exitCode: 0, stderr: "" })
+    // The call's own temp folder (the home is under /tmp here): removed whole.
+    expect(temporary).toStartWith("/tmp/core-call-")
+    expect(existsSync(temporary!)).toBe(false)
+    expect(statSync(outside).mode & 0o777).toBe(0o555)
   })
 
   // Every rename or link into another directory failed with EXDEV here: the supervisor's Landlock layer (the signal
