@@ -591,9 +591,16 @@ const needsOf = Effect.fnUntraced(function* (
       secrets.add(absolute)
       return
     }
+    // A glob of names in a folder (`*.txt`) changes the entries it names, not every one the folder holds.
+    const globbed = CommandChecks.lastGlob(path.word)
+    const options = { encloses: true, enclosesCode: !guarded }
     const kept =
       resolved._tag === "Success" &&
-      ((changes && Protected.change(roots, resolved.success.real, { encloses: true, enclosesCode: !guarded }) !== undefined) || secret)
+      ((changes &&
+        (globbed === undefined
+          ? Protected.change(roots, resolved.success.real, options)
+          : Protected.changeMatching(roots, resolved.success.real, globbed, options)) !== undefined) ||
+        secret)
     if ((path.writes || kept) && resolved._tag === "Success") {
       written.add(absolute)
       return

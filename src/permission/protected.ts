@@ -420,6 +420,69 @@ export const change = (
   return undefined
 }
 
+/** Past this many entries a glob names, a change through it is judged by its folder as a whole (`change`'s `encloses`). */
+export const MAX_GLOBBED = 1_000
+
+/**
+ * A shell glob's last component (`*.txt`, `?.o`, `[ab]*`) as a test of an entry's name, or undefined for one it does
+ * not read exactly (an escape, a brace, an extended glob, a POSIX class). Wider than the shell's: any character may
+ * start a name (`dotglob`), and case is ignored, as protected places are matched.
+ */
+export const globMatcher = (pattern: string): ((name: string) => boolean) | undefined => {
+  if (/[\\{}()]|\[[:=.]/.test(pattern) || /^[!@+]/.test(pattern)) return undefined
+  let source = ""
+  for (let index = 0; index < pattern.length; index++) {
+    const char = pattern[index]!
+    if (char === "*") source += ".*"
+    else if (char === "?") source += "."
+    else if (char === "[") {
+      // A class ends at the first ] after its first character (which may be a ] itself, or follow ! or ^).
+      const start = index + 1 + (pattern[index + 1] === "!" || pattern[index + 1] === "^" ? 1 : 0)
+      const end = pattern.indexOf("]", start + 1)
+      if (end === -1) source += "\\["
+      else {
+        const negated = start > index + 1
+        const members = pattern.slice(start, end).replace(/[\]\\^]/g, "\\$&")
+        source += `[${negated ? "^" : ""}${members}]`
+        index = end
+      }
+    } else source += char.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")
+  }
+  const test = new RegExp(`^${source}$`, "is")
+  return (name) => test.test(name)
+}
+
+/**
+ * What protected place a change to the entries of `directory` (a real path) whose names match `pattern` (a shell
+ * glob's last component, as in `sed -i … *.txt`) would change, or undefined when it changes none: the folder itself
+ * as `change` judges it without `encloses`, then each entry the glob would name now, where it really is. A glob names
+ * only what exists when the command runs; what the same line makes first is checked where it is made. A pattern
+ * `globMatcher` does not read, a folder that cannot be listed, and one where the glob names more than MAX_GLOBBED
+ * entries are judged by the folder as a whole, holding what it holds.
+ */
+export const changeMatching = (
+  roots: Roots,
+  directory: string,
+  pattern: string,
+  options: Parameters<typeof change>[2] = {},
+): string | undefined => {
+  const matches = globMatcher(pattern)
+  let names: Array<string> | undefined
+  try {
+    names = matches === undefined ? undefined : readdirSync(directory).filter(matches)
+  } catch {
+    names = undefined
+  }
+  if (names === undefined || names.length > MAX_GLOBBED) return change(roots, directory, options)
+  const itself = change(roots, directory)
+  if (itself !== undefined) return itself
+  for (const name of names) {
+    const found = change(roots, realOf(join(directory, name)), options)
+    if (found !== undefined) return found
+  }
+  return undefined
+}
+
 /**
  * Whether reading `real` would read `$CORE_HOME` (the application's core.json, which may hold an MCP server's
  * tokens, and its tools), which commands never read either; a Location in it reads its own files, and no more.

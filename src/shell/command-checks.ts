@@ -752,6 +752,18 @@ const physical = (workdir: string, value: string): string => {
 }
 
 /**
+ * The pattern of a glob word whose last component alone is a glob (`*.txt`, `src/*.o`): what it names is the entries
+ * of the folder `locate` answers whose names match it. Undefined for any other word, and for one globbing a folder's
+ * name (`src*` then `/x`), which is judged by the folder `locate` answers as a whole.
+ */
+export const lastGlob = (word: Word): string | undefined => {
+  if (!word.glob || word.value === undefined) return undefined
+  const slash = word.value.lastIndexOf("/")
+  const at = word.value.search(Words.GLOB)
+  return at > slash ? word.value.slice(slash + 1) : undefined
+}
+
+/**
  * The absolute path a known path word points at from `workdir` (`~` expanded; for a pattern, the directory its
  * matches lie in), or undefined when it names a device or cannot be known before running.
  */

@@ -54,6 +54,40 @@ describe("Protected.change", () => {
   })
 })
 
+describe("Protected.changeMatching", () => {
+  test("a glob's pattern reads wider than the shell's (any first character, any case), never narrower", () => {
+    const matches = (pattern: string, name: string) => Protected.globMatcher(pattern)!(name)
+    expect(matches("*.txt", "a.txt")).toBe(true)
+    expect(matches("*.txt", "core.json")).toBe(false)
+    expect(matches("*", ".core")).toBe(true)
+    expect(matches("?ore.[j]son", "CORE.JSON")).toBe(true)
+    expect(matches("[!a]*", "core.json")).toBe(true)
+    expect(matches("[!c]*", "core.json")).toBe(false)
+    expect(matches("[]c]ore.json", "core.json")).toBe(true)
+    expect(matches("[a-d]ore.json", "core.json")).toBe(true)
+    expect(matches("core.j[", "core.j[")).toBe(true)
+    // What it does not read exactly is left to the folder as a whole.
+    for (const pattern of ["\\*", "{a,b}*", "@(core).json", "!(x)", "*(x)", "[[:alpha:]]*"]) expect(Protected.globMatcher(pattern)).toBeUndefined()
+  })
+
+  test("judges the entries a glob names now: core.json when it matches, by a link or another name too; the folder past the bound", () => {
+    const { location, roots } = setup()
+    writeFileSync(join(location, "a.txt"), "")
+    expect(Protected.changeMatching(roots, location, "*.txt", { encloses: true })).toBeUndefined()
+    expect(Protected.changeMatching(roots, location, "*.j*", { encloses: true })).toContain("core.json")
+    expect(Protected.changeMatching(roots, join(location, "tools"), "*.ts", { encloses: true })).toContain("tools/")
+    symlinkSync(join(location, "core.json"), join(location, "link.txt"))
+    expect(Protected.changeMatching(roots, location, "*.txt", { encloses: true })).toContain("core.json")
+    const many = join(location, "lib", "many")
+    mkdirSync(many)
+    for (let index = 0; index <= Protected.MAX_GLOBBED; index++) writeFileSync(join(many, `${index}.txt`), "")
+    expect(Protected.changeMatching(roots, many, "*.txt", { encloses: true })).toBeUndefined()
+    // Past the bound, the folder as a whole: the Location's root holds core.json.
+    for (let index = 0; index <= Protected.MAX_GLOBBED; index++) writeFileSync(join(location, `${index}.o`), "")
+    expect(Protected.changeMatching(roots, location, "*.o", { encloses: true })).toContain("which holds")
+  })
+})
+
 describe("Protected.secret", () => {
   test("the store is secret, managed outputs are not, and neither is anything else", () => {
     const { location, dataDir, roots } = setup()

@@ -229,6 +229,42 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     changed: coreJsonChanged,
   },
   {
+    name: "bash sed -i … * (a glob of every name, core.json among them)",
+    tool: "bash",
+    input: () => ({ command: `sed -i s/allow/deny/ *` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash sed -i … ?ore.[j]son (a glob of one character and a class)",
+    tool: "bash",
+    input: () => ({ command: `sed -i s/allow/deny/ ?ore.[j]son` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash truncate -s 0 cf* (a glob naming a link to core.json)",
+    tool: "bash",
+    setup: (w) => symlinkSync("core.json", join(w.directory, "cfg")),
+    input: () => ({ command: `truncate -s 0 cf*` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash truncate -s 0 h* (a glob naming a hard link to core.json)",
+    tool: "bash",
+    setup: (w) => linkSync(join(w.directory, "core.json"), join(w.directory, "hl")),
+    input: () => ({ command: `truncate -s 0 h*` }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash mv .c* moved (a glob naming .core/)",
+    tool: "bash",
+    setup: (w) => {
+      mkdirSync(join(w.directory, ".core"))
+      writeFileSync(join(w.directory, ".core", "x"), "x")
+    },
+    input: () => ({ command: `mv .c* moved` }),
+    changed: (w) => !existsSync(join(w.directory, ".core", "x")),
+  },
+  {
     name: "bash POSIXLY_CORRECT=1 uniq IN -w/../core.json (an operand that looks like an option)",
     tool: "bash",
     setup: (w) => mkdirSync(join(w.directory, "-w")),
@@ -1218,6 +1254,19 @@ describe("protected configuration: what stays ordinary", () => {
       expect([tool, existsSync(real)]).toEqual([tool, false])
       expect(existsSync(join(w.directory, "lib2"))).toBe(true)
     }
+  })
+
+  // A glob in the Location's own folder was judged as a change of the folder, which holds core.json, even where
+  // core.json does not exist: `sed -i … *.txt` and `mv *.o …` were refused at the Location's root.
+  test("a glob changing files in the Location's root changes what it names there, not core.json beside them", async () => {
+    const w = world()
+    for (const name of ["a.txt", "b.o", "c.sh", "d.md"]) writeFileSync(join(w.directory, name), "a\n")
+    const outcome = await w.settle("bash", { command: "sed -i s/a/b/ *.txt && mv *.o moved.o && chmod +x *.sh && touch [d].md ?.md" }, "no-terminal")
+    expect(outcome.asks.filter((ask) => ask.protected !== undefined)).toEqual([])
+    expect(outcome.settlement.status).toBe("success")
+    expect(readFileSync(join(w.directory, "a.txt"), "utf8")).toBe("b\n")
+    expect(existsSync(join(w.directory, "moved.o"))).toBe(true)
+    expect(readFileSync(join(w.directory, "core.json"), "utf8")).toBe(RULES)
   })
 
   test("ordinary files, and files merely named like protected ones elsewhere, are not protected", async () => {
