@@ -554,7 +554,7 @@ const needsOf = Effect.fnUntraced(function* (
   // What cannot be known from the text (a line the grammar cannot read whole, `printf x 1<>core.json`; a command
   // named by an expansion, `$c y core.json`; git given a command to run, `git -c core.fsmonitor=… status`) may change
   // any path: without the OS keeping core's configuration, that is a change known only when it runs.
-  const unknownChange = CommandChecks.scriptWrites(parsed) || (!guarded && found.some((check) => check.opaque !== undefined))
+  const unknownChange = CommandChecks.scriptWrites(parsed) || (!guarded && found.some((check) => check.opaque !== undefined && check.reads !== true))
   // Each command of the line that may (`echo x > $TMPDIR/f` beside a `cat $TMPDIR/g`, which only reads).
   const unknownChanges = new Set<string>()
   const targets = CommandChecks.directoryChanges(parsed)
@@ -593,7 +593,7 @@ const needsOf = Effect.fnUntraced(function* (
     }
     // A glob of names in a folder (`*.txt`) changes the entries it names, not every one the folder holds.
     const globbed = CommandChecks.lastGlob(path.word)
-    const options = { encloses: true, enclosesCode: !guarded }
+    const options = { encloses: !guarded, enclosesCode: !guarded }
     const kept =
       resolved._tag === "Success" &&
       ((changes &&
@@ -617,7 +617,7 @@ const needsOf = Effect.fnUntraced(function* (
   })
   for (const path of [...CommandChecks.paths(parsed), ...named]) {
     // Written by what its table says this operand is (`sort -o FILE`), or by a command not known to only read.
-    const changes = path.writes || path.access === "write" || path.access === "both" || !path.readsOnly
+    const changes = CommandChecks.changes(path)
     if (path.unknown !== undefined) {
       if (path.writes) edits.add(path.word.text)
       if (changes) unknownChanges.add(path.owner)

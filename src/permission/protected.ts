@@ -592,8 +592,25 @@ const gitWrites = (word: string): boolean => {
   const name = word.split("=", 1)[0]!
   return (name.length >= 4 && ("--output".startsWith(name) || "--open-files-in-pager".startsWith(name))) || /^-[A-Za-z]*O/.test(word)
 }
-/** Options of `find` that change files or run commands. */
-const FIND_ACTIONS = /^-(delete|exec|execdir|ok|okdir|fprint|fprint0|fprintf|fls)$/
+/** Options of `find` that change files, or run a command in each file's folder (where the paths it names lead there). */
+const FIND_ACTIONS = /^-(delete|execdir|okdir|fprint|fprint0|fprintf|fls)$/
+/** Options of `find` that run the command after them (up to `;`, or `{} +`) with each file's path in place of `{}`. */
+const FIND_RUNS = /^-(exec|ok)$/
+
+/** Whether `find` given these words only reads: no action that changes a file, and every command it runs only reads. */
+const findReadsOnly = (words: ReadonlyArray<string>): boolean => {
+  for (let index = 0; index < words.length; index++) {
+    if (FIND_ACTIONS.test(words[index]!)) return false
+    if (!FIND_RUNS.test(words[index]!)) continue
+    let end = index + 1
+    while (end < words.length && words[end] !== ";" && !(words[end] === "+" && words[end - 1] === "{}")) end++
+    // A path in place of each {}: any file, read as known only when it runs.
+    const command = words.slice(index + 1, end).map((word) => (word.includes("{}") ? undefined : word))
+    if (end === words.length || command.length === 0 || !readsOnly(command)) return false
+    index = end
+  }
+  return true
+}
 
 /**
  * Whether a simple command only reads the paths it names, given its words' values (the name first, then its
@@ -610,7 +627,7 @@ export const readsOnly = (words: ReadonlyArray<string | undefined>): boolean => 
   const rest = words.slice(1)
   if (!READ_ONLY.has(base) && rest.some((word) => word === undefined)) return false
   const known = rest as ReadonlyArray<string>
-  if (base === "find") return !known.some((word) => FIND_ACTIONS.test(word))
+  if (base === "find") return findReadsOnly(known)
   // sed changes files only in place (-i); a script that writes (`w`) or runs (`e`) is asked by the bash checks.
   if (base === "sed") return !known.some((word) => /^(-[A-Za-z]*i|--in-place)/.test(word))
   // Any other option before the subcommand may make git read a repository or configuration the line chose

@@ -23,6 +23,10 @@ type Parsed = CommandLine.Parsed
 type Opaque = CommandLine.Opaque
 const { UNPARSED, suffixOf, textOf } = CommandLine
 
+/** Whether the command `path` belongs to may change it: it writes it, or is not known to only read what it names. */
+export const changes = (path: Path): boolean =>
+  path.writes || path.access === "write" || path.access === "both" || !path.readsOnly
+
 /** Paths that are not places in the file system, however they are written. */
 const DEVICES = new Set([
   "/dev/null",
@@ -42,6 +46,11 @@ export interface Check {
   readonly save: string | undefined
   /** Set when what it runs cannot be known from the text: then it is asked even where a rule allows it. */
   readonly opaque?: string
+  /**
+   * Set when all that is opaque of it is paths known only when it runs that it only reads (`xargs wc -l`, `cat $F`):
+   * it runs what its text says, and changes none of them.
+   */
+  readonly reads?: true
   /**
    * The same command with its flags spelled other ways (`rm -rf x` for `rm -fr x`): a rule denying any of them
    * denies the command, whichever spelling the rule was written in.
@@ -286,8 +295,14 @@ const commandsOf = (parsed: Parsed): Array<Check> => {
 export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
   const found = commandsOf(parsed)
   const opaque: Array<Opaque> = [...parsed.opaque, ...renamed(parsed)]
+  /** The commands opaque for a path known only when they run that they only read, and for nothing else. */
+  const reading = new Set<string>()
+  const other = new Set(opaque.map((entry) => entry.resource))
   for (const path of paths(parsed)) {
-    if (path.unknown !== undefined) opaque.push({ resource: path.owner, reason: path.unknown })
+    if (path.unknown === undefined) continue
+    opaque.push({ resource: path.owner, reason: path.unknown })
+    if (changes(path)) other.add(path.owner)
+    else reading.add(path.owner)
   }
   // A change into what git runs for the user (`cp x .git/hooks/pre-commit`, `echo > .git/config`).
   for (const path of changed(parsed)) {
@@ -326,6 +341,7 @@ export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
         resource: entry.resource,
         save: undefined,
         opaque: entry.reason,
+        ...(reading.has(entry.resource) && !other.has(entry.resource) ? { reads: true as const } : {}),
         ...(entry.protected === undefined ? {} : { protected: entry.protected }),
         ...(spelled === undefined ? {} : { variants: spelled }),
       }
@@ -416,6 +432,19 @@ const wordsRead = (words: ReadonlyArray<Word>): boolean => {
     if (inner === undefined) return false
     const own = words.slice(1, words.length - inner.length)
     return !own.some((word) => word.value === undefined || word.value.includes("=")) && wordsRead(inner)
+  }
+  // xargs writes nothing itself: what it runs decides, given the words its input adds (Runs.of), unless an option
+  // of its own is not known or sets a variable for what it runs (`--process-slot-var=LD_PRELOAD`).
+  if (name !== undefined && (!name.includes("/") || Protected.SYSTEM_PROGRAM.test(name)) && basename(name) === "xargs") {
+    const index = Arity.wrappedIndexes(words, Arity.wrapperOf(words, "xargs")!.wrapper)[0]
+    const own = words.slice(1, index)
+    const inner = Runs.of(words).commands
+    return (
+      index !== undefined &&
+      inner.length === 1 &&
+      !own.some((word) => word.value === undefined || /^--p/.test(word.value)) &&
+      wordsRead(inner[0]!)
+    )
   }
   return Protected.readsOnly(words.map((word) => (word.glob ? undefined : word.value)))
 }

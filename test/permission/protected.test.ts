@@ -431,6 +431,17 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
       unsandboxed: true,
     }),
   ),
+  // What a read-only command run by xargs or find -exec is given may make it write: its input, an option (`-o FILE`).
+  ...["echo '-o core.json' | xargs sort x", "find . -name core.json -exec sed -i s/allow/deny/ {} +", "find . -name x -exec sort -o core.json {} \\;"].map(
+    (command): Attempt => ({
+      name: `bash ${command} (a command xargs or find runs, given what makes it write)`,
+      tool: "bash",
+      setup: (w) => writeFileSync(join(w.directory, "x"), "{}"),
+      input: () => ({ command }),
+      changed: coreJsonChanged,
+      unsandboxed: true,
+    }),
+  ),
   // A line the grammar cannot read whole, which bash runs.
   ...["printf '{}' 1<>core.json", "echo $((printf '{}' > core.json) )"].map(
     (command): Attempt => ({
@@ -1267,6 +1278,35 @@ describe("protected configuration: what stays ordinary", () => {
     expect(readFileSync(join(w.directory, "a.txt"), "utf8")).toBe("b\n")
     expect(existsSync(join(w.directory, "moved.o"))).toBe(true)
     expect(readFileSync(join(w.directory, "core.json"), "utf8")).toBe(RULES)
+  })
+
+  // A command given the Location's folder (`cmake ..`, `pip install -e ..`) was a protected ask, as one that may change the
+  // core.json it holds, even where the OS holds core.json read-only to every command: it is one no more there.
+  test("a command given a folder holding core's configuration: an ordinary ask with the OS sandbox on, a protected one without", async () => {
+    const commands = ["python3 -c 'import sys' .", "mkdir -p build && cd build && python3 -c 'import sys' .."]
+    const on = world({ "a.txt": "a\n" })
+    for (const command of commands) {
+      const outcome = await on.settle("bash", { command }, "yes")
+      expect({ command, asks: outcome.asks.filter((ask) => ask.protected !== undefined), status: outcome.settlement.status }).toEqual({ command, asks: [], status: "success" })
+    }
+    const off = world({ "a.txt": "a\n" }, { sandbox: "off" })
+    for (const command of commands) {
+      const outcome = await off.settle("bash", { command }, "yes")
+      expect(outcome.asks.some((ask) => ask.protected !== undefined)).toBe(true)
+      expect(outcome.settlement.status).toBe("error")
+    }
+  })
+
+  // `… | xargs wc -l` and `find . -exec wc -l {} +` were protected asks: xargs and find's -exec were taken to change
+  // what they were given whatever they ran.
+  test("xargs and find -exec running a command that only reads only read, with the OS sandbox on or off", async () => {
+    for (const shell of [{}, { sandbox: "off" as const }]) {
+      const w = world({ "a.txt": "a\n" }, shell)
+      for (const command of ["git ls-files -z | xargs -0 -r wc -l", "ls | xargs -n1 grep -c a", "find . -name '*.txt' -exec wc -l {} +", "find . -name a.txt -ok cat {} \\; < /dev/null"]) {
+        const outcome = await w.settle("bash", { command }, "yes")
+        expect({ command, shell, asks: outcome.asks.filter((ask) => ask.protected !== undefined), status: outcome.settlement.status }).toEqual({ command, shell, asks: [], status: "success" })
+      }
+    }
   })
 
   test("ordinary files, and files merely named like protected ones elsewhere, are not protected", async () => {
