@@ -6,6 +6,7 @@ export * as Listing from "./listing"
 
 import { isUtf8 } from "node:buffer"
 import { accessSync, constants, type Dirent, lstatSync, readdirSync, type Stats } from "node:fs"
+import { dirname } from "node:path"
 import { Watched } from "./watched"
 
 export type Kind = "directory" | "link" | "file" | "other"
@@ -277,14 +278,25 @@ const may = (directory: string, mode: number): boolean => {
   }
 }
 
+/** Whether `directory` is another user's that this process may neither write nor enter (`stat`: its lstat, if known). */
+const closed = (directory: string, stat?: Stats): boolean => {
+  let owner: number
+  try {
+    owner = (stat ?? lstatSync(directory)).uid
+  } catch {
+    return false
+  }
+  return owner !== process.getuid?.() && !may(directory, constants.W_OK) && !may(directory, constants.X_OK)
+}
+
 /**
  * Why `directory`, found in a walk but not listed (`list` answered undefined), may hide what a command put in it: the
  * error that keeps it from being listed (EACCES where a command made it unreadable, `chmod 111`, or its parent
  * `chmod 444`; ENAMETOOLONG where it was moved past the longest path the kernel takes). A walk that meets an entry
  * whose name is not UTF-8 (`Entry.unnamed`) stops there too, with EILSEQ. Undefined where it cannot
  * hide anything: a folder gone, or no longer a folder (a change the walk's next look sees), or one another user owns
- * that this process may neither write nor enter (a command running as this user can have put nothing in it, and the
- * user's git cannot run there). A walk meeting one that may stops there, as at its bound.
+ * that this process may neither write nor enter, or one beneath such a folder (a command running as this user can
+ * have put nothing in it, and the user's git cannot run there). A walk meeting one that may stops there, as at its bound.
  */
 export const shut = (directory: string): string | undefined => {
   let stat: Stats
@@ -292,10 +304,13 @@ export const shut = (directory: string): string | undefined => {
     stat = lstatSync(directory)
   } catch (cause) {
     const code = codeOf(cause)
-    return code === "ENOENT" || code === "ENOTDIR" ? undefined : code
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined
+    // Beneath a folder of another user's that this process may neither write nor enter (`/root/.cargo` for a user
+    // who is not root): no command of this user reaches it either.
+    return code === "EACCES" && closed(dirname(directory)) ? undefined : code
   }
   if (!stat.isDirectory()) return undefined
-  if (stat.uid !== process.getuid?.() && !may(directory, constants.W_OK) && !may(directory, constants.X_OK)) return undefined
+  if (closed(directory, stat)) return undefined
   try {
     readdirSync(directory)
   } catch (cause) {

@@ -4,7 +4,7 @@
 // run as root and the checkout is readable by that user; real processes throughout.
 
 import { describe, expect, test } from "bun:test"
-import { chmodSync, chownSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Landlock } from "../../src/shell/landlock"
 import { Starter } from "../../src/shell/starter"
@@ -134,6 +134,20 @@ describe.skipIf(!runnable)(`core run by a user who is not root${runnable ? "" : 
     expect(temporary).toStartWith("/tmp/core-call-")
     expect(existsSync(temporary!)).toBe(false)
     expect(statSync(outside).mode & 0o777).toBe(0o555)
+  })
+
+  // Approving `ls /root/.cargo/bin` stopped the command before it started: the search for repositories in what the
+  // call may write met /root/.cargo, which this user cannot reach, and refused the folders as hiding something.
+  test("a folder beneath one of another user's that this user may neither write nor enter hides nothing; one beneath its own does", () => {
+    const mine = owned("core-user-shut-")
+    mkdirSync(join(mine, "parent", "child"), { recursive: true })
+    chownSync(join(mine, "parent"), USER, USER)
+    chownSync(join(mine, "parent", "child"), USER, USER)
+    chmodSync(join(mine, "parent"), 0o444)
+    const listing = join(import.meta.dir, "..", "..", "src", "shell", "listing.ts")
+    const script = `const { Listing } = await import(${JSON.stringify(listing)}); console.log(JSON.stringify([Listing.shut("/root/.cargo"), Listing.shut(${JSON.stringify(join(mine, "parent", "child"))})]))`
+    const child = asUser([process.execPath, "-e", script], owned("core-user-home-"))
+    expect(JSON.parse(child.stdout.toString())).toEqual([null, "EACCES"])
   })
 
   // Every rename or link into another directory failed with EXDEV here: the supervisor's Landlock layer (the signal
