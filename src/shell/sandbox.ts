@@ -432,6 +432,19 @@ const absoluteNamed = (line: string): Array<string> => {
 const RELATIVE = /(?<![^\s:])([^\s:'"/~][^\s:'"]*): (?:Permission denied|No such file or directory|Read-only file system)/g
 /** Lines that say a path is missing or read-only: a refusal where the path lies in what the sandbox covers. */
 const COVERED = /no such file or directory|read-only file system|ENOENT|EROFS/i
+/**
+ * Whether the system's own permissions keep `path` from this user, sandbox or not: core, the same user, cannot look
+ * at it either (`/root/x` for a user who is not root). A refusal of it is then no sandbox's.
+ */
+const outOfReach = (path: string): boolean => {
+  try {
+    lstatSync(path)
+    return false
+  } catch (cause) {
+    return (cause as { readonly code?: unknown }).code === "EACCES"
+  }
+}
+
 /** How many refused paths a result names. */
 const REFUSED_MAX = 3
 /** Linux's longest path, in bytes. */
@@ -509,7 +522,14 @@ export const prepare = (
    */
   let sockets: ReadonlyArray<string> | undefined
   const socketKept = (path: string) => {
-    if (lstatSync(path, { throwIfNoEntry: false })?.isSocket() !== true) return false
+    // A path the user cannot look at (EACCES) is no socket core knows of: never a failure of the call.
+    let socket: boolean
+    try {
+      socket = lstatSync(path, { throwIfNoEntry: false })?.isSocket() === true
+    } catch {
+      socket = false
+    }
+    if (!socket) return false
     // Expanded as the grant is (Shell: core's environment, not the command's).
     sockets ??= Sockets.reachable(settings.sockets, [policy.location, ...policy.approved]) ?? []
     return !sockets.some((granted) => within(granted, path))
@@ -540,7 +560,7 @@ export const prepare = (
         const kept =
           name === git
             ? !reachable(path) && existsSync(path)
-            : (refusal && !reachable(path)) || (socket && socketKept(path)) || covers(path)
+            : (refusal && !reachable(path) && !outOfReach(path)) || (socket && socketKept(path)) || covers(path)
         if (kept) paths.add(name)
         if (paths.size > REFUSED_MAX) return [...paths]
       }

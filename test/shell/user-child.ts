@@ -23,5 +23,6 @@ console.log(
     exitCode: result.exitCode,
     signal: result.signal,
     survivors: result.survivors,
+    refused: result.refused ?? [],
   }),
 )

@@ -150,6 +150,15 @@ describe.skipIf(!runnable)(`core run by a user who is not root${runnable ? "" : 
     expect(JSON.parse(child.stdout.toString())).toEqual([null, "EACCES"])
   })
 
+  // What the system's own permissions keep from the user was said to be the sandbox's, to be granted in core.json.
+  test("a path the user's own permissions keep out is not named as the sandbox's", () => {
+    // And one in the Location the user shut (a folder it may not enter): read from the output, it failed the call.
+    const { result } = run("ls /root/.cargo 2>&1; cat /root/.bashrc 2>&1; mkdir shut; chmod 000 shut; ls shut/x 2>&1; chmod 755 shut; echo done")
+    expect(result.stdout).toContain("Permission denied")
+    expect(result.stdout).toEndWith("done\n")
+    expect(result.refused).toEqual([])
+  })
+
   // Every rename or link into another directory failed with EXDEV here: the supervisor's Landlock layer (the signal
   // scope) handled no filesystem right so that the starter in it could mount, and Landlock then takes REFER as denied
   // by it. The starter now seals itself after its mounts, in a layer that grants REFER, and leaves the reaper there.
