@@ -231,6 +231,19 @@ const GIT_CONFIG_LINE =
   "outside the sandbox), so git could not change its config (git remote add, branch -u or --set-upstream, " +
   "submodule init, config): what needed it did not happen, whatever git printed after. Ask the user to run it."
 
+/**
+ * How git says a branch was renamed, copied or deleted though the branch's section of its config could not be
+ * changed with it (git rewrites the config for every such change, the branch's section or none).
+ */
+const GIT_BRANCH_DONE = /Branch is (renamed|copied), but update of config-file failed|^Deleted branch [^\n]*\n?(?=[\s\S]*Update of config-file failed)/m
+
+/** What that means: the branch itself changed; only its settings, if it had any, did not follow. */
+const GIT_BRANCH_LINE =
+  "Core keeps git's config files read-only to commands (a key in them can run code when the user next runs git, " +
+  "outside the sandbox), so git could not update the branch's section of its config: the branch itself was renamed, " +
+  "copied or deleted as git said (a rename still exits 128), and only its settings there (the upstream it tracks, if " +
+  "any) were left as they were. Do not run it again; if it tracked an upstream, ask the user to set it."
+
 const killedLine = (killed: NonNullable<Output["killed"]>): string =>
   `Killed ${killed.length} process${killed.length === 1 ? "" : "es"} still running: ${Shell.named(killed)}`
 
@@ -348,7 +361,7 @@ export const text =
     if (output.sandboxed !== undefined) lines.push(sandboxedLine(output.sandboxed))
     if (output.ruled !== undefined) lines.push(ruledLine(output.ruled))
     if (output.exitCode !== 0 && CROSS_DEVICE.test(output.output)) lines.push(CROSS_DEVICE_LINE)
-    if (GIT_CONFIG_KEPT.test(output.output)) lines.push(GIT_CONFIG_LINE)
+    if (GIT_CONFIG_KEPT.test(output.output)) lines.push(GIT_BRANCH_DONE.test(output.output) ? GIT_BRANCH_LINE : GIT_CONFIG_LINE)
     if (output.undone !== undefined) {
       const kept = output.undoneKeptIn === undefined ? "" : ` and kept in ${output.undoneKeptIn} for the person`
       const git = output.undone.filter(isGitPlace)

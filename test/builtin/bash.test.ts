@@ -592,6 +592,23 @@ describe("bash: a repository that was there before the command", () => {
     // A command git's config has nothing to do with says nothing of it.
     expect(textOf((await box.settle("bash", { command: "git status --short" })).settlement)).not.toContain("Core keeps git's config")
   })
+
+  // git renames and deletes a branch, then fails to rewrite its config (exit 128 for a rename): the model was told
+  // the change did not happen, and would make it again.
+  test("a branch renamed or deleted is told it was, though its section of the config could not follow", async () => {
+    const box = harness({ files: { "a.txt": "a" } })
+    const git = (args: ReadonlyArray<string>) => Bun.spawnSync(["git", "-c", "user.name=a", "-c", "user.email=a@b", ...args], { cwd: box.directory })
+    git(["init", "-q", "-b", "main"])
+    git(["commit", "-q", "--allow-empty", "-m", "init"])
+    git(["branch", "old"])
+    git(["branch", "gone"])
+    for (const command of ["git branch -m old new", "git branch -D gone"]) {
+      const text = textOf((await box.settle("bash", { command })).settlement)
+      expect(text).toContain("the branch itself was renamed, copied or deleted as git said")
+      expect(text).not.toContain("did not happen")
+    }
+    expect(git(["branch", "--format=%(refname:short)"]).stdout.toString().split("\n").filter(Boolean).sort()).toEqual(["main", "new"])
+  })
 })
 
 describe("bash: more folders than core searches for repositories", () => {
