@@ -355,6 +355,17 @@ const madeThrough = (
   return undefined
 }
 
+/** Core's configuration (the Locations' own, `$CORE_HOME`, `$CORE_DATA_DIR`) and the code core or git runs elsewhere. */
+const protectedOf = (roots: Roots): { readonly configuration: ReadonlyArray<Place>; readonly elsewhere: ReadonlyArray<Place> } => ({
+  configuration: [
+    ...locationPlaces(roots.location),
+    ...othersOf(roots).flatMap((other) => locationPlaces(other, `the Location ${other}, which core also serves`)),
+    ...roots.fixed.home,
+    ...roots.fixed.data,
+  ],
+  elsewhere: code([roots.location, ...othersOf(roots)], roots.home),
+})
+
 /**
  * What protected place a change to `real` (a real path, symlinks followed) would change, or undefined when it
  * changes none. `encloses` also counts a directory that holds a protected place (a shell command given the
@@ -374,19 +385,13 @@ export const change = (
     readonly enclosesCode?: boolean
   } = {},
 ): string | undefined => {
-  const configuration = [
-    ...locationPlaces(roots.location),
-    ...othersOf(roots).flatMap((other) => locationPlaces(other, `the Location ${other}, which core also serves`)),
-    ...roots.fixed.home,
-    ...roots.fixed.data,
-  ]
+  const { configuration, elsewhere } = protectedOf(roots)
   for (const place of configuration) {
     if (within(place.path, real)) return place.what
     if (options.encloses === true && within(real, place.path)) return `${real}, which holds ${place.what}`
   }
   // Code core or git runs counts as itself only, not through a directory holding it: a command given one (`rm -r
   // lib`) meets its read-only mount, and what it leaves there is undone (Guard).
-  const elsewhere = code([roots.location, ...othersOf(roots)], roots.home)
   for (const place of elsewhere) {
     if (within(place.path, real)) return place.what
     if (options.enclosesCode === true && within(real, place.path)) return `${shown(roots.location, real)}, which holds ${place.what}`
@@ -476,8 +481,25 @@ export const changeMatching = (
   if (names === undefined || names.length > MAX_GLOBBED) return change(roots, directory, options)
   const itself = change(roots, directory)
   if (itself !== undefined) return itself
+  // A file of one name that is no protected place by name or by who it is needs no more look (`change` finds
+  // nothing else of it: the folders above it are `directory`'s); anything else is looked at whole.
+  const places = Object.values(protectedOf(roots)).flat()
+  remember(places)
+  const named = new Set(places.filter((place) => within(directory, place.path) && place.path !== directory).map((place) => relative(directory, place.path).split(sep)[0]!.toLowerCase()))
+  const who = new Set(places.flatMap((place) => (place.identity === undefined ? [] : [`${place.identity.dev}:${place.identity.ino}`])))
   for (const name of names) {
-    const found = change(roots, realOf(join(directory, name)), options)
+    const path = join(directory, name)
+    const stats = lstatFree(path)
+    const plain =
+      stats !== undefined &&
+      stats.isFile() &&
+      stats.nlink === 1 &&
+      !named.has(name.toLowerCase()) &&
+      !name.toLowerCase().startsWith(".git") &&
+      !who.has(`${stats.dev}:${stats.ino}`) &&
+      !seen.has(keyOf({ dev: stats.dev, ino: stats.ino, born: stats.birthtimeMs }))
+    if (plain) continue
+    const found = change(roots, realOf(path), options)
     if (found !== undefined) return found
   }
   return undefined
