@@ -111,6 +111,11 @@ export const Output = Schema.Struct({
       description: "Paths the output says were refused that the user's read or edit rules keep from commands (read as empty, or read-only)",
     }),
   ),
+  stores: Schema.optionalKey(
+    Schema.Array(Schema.String).annotate({
+      description: "Paths the output says were refused that lie in a credential store, which core's OS sandbox keeps from every command",
+    }),
+  ),
 })
 export type Output = typeof Output.Type
 
@@ -190,6 +195,7 @@ const outputOf = (result: Shell.Result): Output => {
     ...(result.unchecked === undefined ? {} : { unchecked: result.unchecked }),
     ...(result.refused === undefined || result.refused.length === 0 ? {} : { sandboxed: [...result.refused] }),
     ...(result.ruled === undefined || result.ruled.length === 0 ? {} : { ruled: [...result.ruled] }),
+    ...(result.stores === undefined || result.stores.length === 0 ? {} : { stores: [...result.stores] }),
   }
 }
 
@@ -200,6 +206,11 @@ const sandboxedLine = (paths: ReadonlyArray<string>): string =>
   `${paths.slice(0, SANDBOXED_NAMED).join(", ")}${paths.length > SANDBOXED_NAMED ? " and more" : ""}: kept out by ` +
   `core's sandbox; the user can grant ${paths.length === 1 ? "it" : "them"} in core.json (shell.allowRead or shell.allowWrite; ` +
   "a socket to connect to, shell.sockets)."
+
+const storesLine = (paths: ReadonlyArray<string>): string =>
+  `${paths.slice(0, SANDBOXED_NAMED).join(", ")}${paths.length > SANDBOXED_NAMED ? " and more" : ""}: in a credential ` +
+  "store (keys, tokens, passwords), which core's sandbox keeps from every command. Do not try to read it another " +
+  "way; work without it, or tell the user what needs it."
 
 const ruledLine = (paths: ReadonlyArray<string>): string =>
   `${paths.slice(0, SANDBOXED_NAMED).join(", ")}${paths.length > SANDBOXED_NAMED ? " and more" : ""}: the user's rules ` +
@@ -235,7 +246,9 @@ const GIT_CONFIG_LINE =
  * How git says a branch was renamed, copied or deleted though the branch's section of its config could not be
  * changed with it (git rewrites the config for every such change, the branch's section or none).
  */
-const GIT_BRANCH_DONE = /Branch is (renamed|copied), but update of config-file failed|^Deleted branch [^\n]*\n?(?=[\s\S]*Update of config-file failed)/m
+const GIT_BRANCH_DONE = /Branch is (renamed|copied), but update of config-file failed/
+/** How git says it deleted a branch, then (or before: stdout and stderr interleave) that its config could not follow. */
+const GIT_BRANCH_DELETED = /^Deleted branch /m
 
 /** What that means: the branch itself changed; only its settings, if it had any, did not follow. */
 const GIT_BRANCH_LINE =
@@ -360,8 +373,12 @@ export const text =
     }
     if (output.sandboxed !== undefined) lines.push(sandboxedLine(output.sandboxed))
     if (output.ruled !== undefined) lines.push(ruledLine(output.ruled))
+    if (output.stores !== undefined) lines.push(storesLine(output.stores))
     if (output.exitCode !== 0 && CROSS_DEVICE.test(output.output)) lines.push(CROSS_DEVICE_LINE)
-    if (GIT_CONFIG_KEPT.test(output.output)) lines.push(GIT_BRANCH_DONE.test(output.output) ? GIT_BRANCH_LINE : GIT_CONFIG_LINE)
+    if (GIT_CONFIG_KEPT.test(output.output)) {
+      const branch = GIT_BRANCH_DONE.test(output.output) || (GIT_BRANCH_DELETED.test(output.output) && /Update of config-file failed/.test(output.output))
+      lines.push(branch ? GIT_BRANCH_LINE : GIT_CONFIG_LINE)
+    }
     if (output.undone !== undefined) {
       const kept = output.undoneKeptIn === undefined ? "" : ` and kept in ${output.undoneKeptIn} for the person`
       const git = output.undone.filter(isGitPlace)

@@ -125,6 +125,8 @@ interface Fixed {
   readonly core: ReadonlyArray<string>
   /** Everything carved out of the grants core makes itself: core's directories, credential stores, core.json's denies. */
   readonly secret: ReadonlyArray<string>
+  /** Of those, the credential stores (the user's, the other users' where core is root, those the environment names). */
+  readonly stores: ReadonlyArray<string>
   readonly system: string
   readonly read: ReadonlyArray<string>
   /**
@@ -299,6 +301,7 @@ const workOut = (
     used: now,
     core,
     secret,
+    stores: denied,
     system,
     read: [...systemRead, ...homeward, ...granted(allowRead), ...Landlock.granted(readOnlyInTemp, secret)],
     // Carved of what it reaches only through a link (a folder outside the Location a command replaced with a link
@@ -336,6 +339,8 @@ export interface Prepared {
    * command (covered, or read-only): the rules, not the grants, are why.
    */
   readonly ruled: (name: string, cwd: string) => boolean
+  /** Whether a path `refused` named (taken against `cwd`) lies in a credential store, which no command reads. */
+  readonly stored: (name: string, cwd: string) => boolean
   /**
    * What the command must read nothing of although a grant holds it (core.json's denyRead, what the agent's `read`
    * rules deny in the Location and approved directories), covered in its mount namespace; absent when nothing is,
@@ -588,6 +593,10 @@ export const prepare = (
     ruled: (name, cwd) => {
       const path = Landlock.real(Home.expand(name, home, cwd))
       return (walked?.files ?? []).includes(path) || [...(walked?.directories ?? []), ...frozen].some((dir) => within(dir, path))
+    },
+    stored: (name, cwd) => {
+      const path = Landlock.real(Home.expand(name, home, cwd))
+      return made.stores.some((store) => within(store, path))
     },
     granted: made.granted,
     ...(walked?.partial === true || edits?.partial === true

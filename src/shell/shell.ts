@@ -194,13 +194,21 @@ export interface Result {
   readonly refused?: ReadonlyArray<string>
   /** Of those, the ones the agent's read or edit rules keep from it (Sandbox.Prepared.ruled). */
   readonly ruled?: ReadonlyArray<string>
+  /** Of those, the ones in a credential store (Sandbox.Prepared.stored). */
+  readonly stores?: ReadonlyArray<string>
 }
 
 /** `result` with the paths its output says the sandbox refused, those the rules keep from it apart. */
 const withRefused = <R extends { readonly output: { readonly text: string } }>(result: R, prepared: Policies.Prepared, cwd: string) => {
   const named = prepared.refused(result.output.text, cwd)
   const ruled = named.filter((name) => prepared.ruled(name, cwd))
-  return { ...result, refused: named.filter((name) => !ruled.includes(name)), ...(ruled.length === 0 ? {} : { ruled }) }
+  const stores = named.filter((name) => !ruled.includes(name) && prepared.stored(name, cwd))
+  return {
+    ...result,
+    refused: named.filter((name) => !ruled.includes(name) && !stores.includes(name)),
+    ...(ruled.length === 0 ? {} : { ruled }),
+    ...(stores.length === 0 ? {} : { stores }),
+  }
 }
 
 export interface Interface {

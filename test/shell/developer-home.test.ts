@@ -24,7 +24,7 @@ const bash = async (box: Sandbox, command: string) => {
   const run = await exec(box, "bash", { command })
   const settlement = settlementOf(run)
   expect(settlement.status).toBe("success")
-  const output = settlement.structured as { exitCode: number; stdout: string; stderr: string; sandboxed?: Array<string> }
+  const output = settlement.structured as { exitCode: number; stdout: string; stderr: string; sandboxed?: Array<string>; stores?: Array<string> }
   const text = settlement.content.map((part) => (part.type === "text" ? part.text : "")).join("\n")
   return { run, output, text }
 }
@@ -131,9 +131,10 @@ describe("the sandbox on a developer's home", () => {
     const { run, output, text } = await bash(box, "sh steal.sh")
     expect(output.stdout).toContain("finished")
     expect(leaked(box, [...all(run), ...filesUnder(box.location)])).toEqual([])
-    // The result says which it was: the sandbox's, and how a user grants one.
-    expect(text).toContain("kept out by core's sandbox; the user can grant them in core.json (shell.allowRead or shell.allowWrite; a socket to connect to, shell.sockets).")
-    expect(output.sandboxed!.length).toBeGreaterThan(0)
+    // The result says which it was: a credential store, which no command reads, not something to ask the user to grant.
+    expect(text).toContain("in a credential store (keys, tokens, passwords), which core's sandbox keeps from every command. Do not try to read it another way")
+    expect(text).not.toContain("the user can grant")
+    expect(output.stores!.length).toBeGreaterThan(0)
   })
 
   test.skipIf(!LANDLOCK)(`a home inside a system directory is read as any other: its toolchains and git's files, no secret, nothing else${needs}`, async () => {
@@ -202,7 +203,7 @@ describe("the sandbox on a developer's home", () => {
     expect(output.stdout.split("\n")).toEqual(["rust-stable", "bun-dev", "deno-dev", "go-dev", "dev-tool", "rustc-dev", ""])
     expect(output.stderr).toContain("Permission denied")
     expect(leaked(box, all(run))).toEqual([])
-    expect(text).toContain(`${join(box.user.home, ".cargo/credentials.toml")}: kept out by core's sandbox; the user can grant it in core.json`)
+    expect(text).toContain(`${join(box.user.home, ".cargo/credentials.toml")}: in a credential store`)
   })
 
   test.skipIf(!LANDLOCK)(`tools' caches are written to the Location's own cache, never to the home's${needs}`, async () => {
@@ -273,11 +274,8 @@ describe("the sandbox on a developer's home", () => {
     expect(output.stderr).toMatch(/private\/notes.txt: (No such file or directory|Permission denied)/)
     // ~/.cargo is approved for this call (the line names it), so writable: its denied file is covered and reads as
     // empty where the supervisor can mount (root here), and is refused where it cannot.
-    expect(output.sandboxed).toEqual([
-      ...(Supervised.canMount() ? [] : [join(box.user.home, ".cargo/config.toml")]),
-      join(box.user.home, ".ssh/id_ed25519"),
-      "private/notes.txt",
-    ])
+    expect(output.sandboxed).toEqual([...(Supervised.canMount() ? [] : [join(box.user.home, ".cargo/config.toml")]), "private/notes.txt"])
+    expect(output.stores).toEqual([join(box.user.home, ".ssh/id_ed25519")])
     expect(text).toContain("kept out by core's sandbox")
   })
 

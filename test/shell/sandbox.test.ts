@@ -533,7 +533,8 @@ describe("the shell sandbox", () => {
         HOME: home,
       })
       expect(result.stdout.text).toBe("var-ok\n")
-      expect(result.refused).toEqual([join(home, ".ssh", "id_ed25519")])
+      expect(result.refused).toEqual([])
+      expect(result.stores).toEqual([join(home, ".ssh", "id_ed25519")])
     } finally {
       rmSync(home, { recursive: true, force: true })
     }
