@@ -70,6 +70,11 @@ export type Input = typeof Input.Type
 export const Output = Schema.Struct({
   exitCode: Schema.NullOr(Schema.Int),
   signal: Schema.NullOr(Schema.String),
+  outOfMemory: Schema.optionalKey(
+    Schema.Literal(true).annotate({
+      description: "Set when the kernel's OOM killer ended a process while the command ran: the system ran out of memory",
+    }),
+  ),
   timedOut: Schema.Boolean,
   timeout: Schema.optionalKey(
     Schema.Struct({ kind: Schema.Literals(["wall", "inactivity"]), ms: Schema.Int }),
@@ -181,6 +186,7 @@ const outputOf = (result: Shell.Result): Output => {
   return {
     exitCode: result.exitCode,
     signal: result.signal,
+    ...(result.outOfMemory === true ? { outOfMemory: true as const } : {}),
     timedOut: result.timedOut !== undefined,
     ...(result.timedOut === undefined ? {} : { timeout: result.timedOut }),
     stdout: stdout.text,
@@ -257,6 +263,11 @@ const GIT_BRANCH_LINE =
   "copied or deleted as git said (a rename still exits 128), and only its settings there (the upstream it tracks, if " +
   "any) were left as they were. Do not run it again; if it tracked an upstream, ask the user to set it."
 
+/** What a command whose process (not the command itself) the OOM killer ended is told. */
+const OUT_OF_MEMORY_LINE =
+  "The system ran out of memory while the command ran, and the kernel ended a process (a \"Killed\" above is one). " +
+  "Use less memory at once (a smaller input, fewer jobs in parallel, streaming rather than loading it whole)."
+
 const killedLine = (killed: NonNullable<Output["killed"]>): string =>
   `Killed ${killed.length} process${killed.length === 1 ? "" : "es"} still running: ${Shell.named(killed)}`
 
@@ -268,6 +279,12 @@ const status = (output: Output, limits: Shell.Limits): string => {
           `more time (default ${count(limits.timeoutMs)} ms, at most ${count(limits.maxTimeoutMs)} ms) or split the work.`
       : `Timed out after ${count(output.timeout.ms)} ms without output (the inactivity limit): ${killed}. Make the ` +
           "command print progress or split the work."
+  }
+  if (output.outOfMemory === true && output.signal === "SIGKILL") {
+    return (
+      "Killed by SIGKILL: the system ran out of memory, and the kernel ended the command's largest process. Use less " +
+      "memory at once (a smaller input, fewer jobs in parallel, streaming rather than loading it whole)."
+    )
   }
   if (output.signal !== null) return `Killed by ${output.signal}`
   if (output.exitCode === 127) return "Exit code 127 (command not found)"
@@ -373,6 +390,7 @@ export const text =
     }
     if (output.sandboxed !== undefined) lines.push(sandboxedLine(output.sandboxed))
     if (output.ruled !== undefined) lines.push(ruledLine(output.ruled))
+    if (output.outOfMemory === true && output.signal !== "SIGKILL") lines.push(OUT_OF_MEMORY_LINE)
     if (output.stores !== undefined) lines.push(storesLine(output.stores))
     if (output.exitCode !== 0 && CROSS_DEVICE.test(output.output)) lines.push(CROSS_DEVICE_LINE)
     if (GIT_CONFIG_KEPT.test(output.output)) {

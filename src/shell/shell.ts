@@ -14,6 +14,7 @@ import * as Schema from "effect/Schema"
 import type { Config } from "../config/config"
 import { Preparing } from "./preparing"
 import { Stopping } from "../settlement/stopping"
+import { readFileSync } from "node:fs"
 import { homedir } from "node:os"
 import { join, resolve } from "node:path"
 import { Capture } from "./capture"
@@ -164,6 +165,11 @@ export interface Result {
   readonly signal: string | null
   /** Set when a timeout ended the run. */
   readonly timedOut: Timeout | undefined
+  /**
+   * Set when the kernel's OOM killer ended a process on this machine while the command ran (its own, a process it
+   * started, or, rarely, another's): the system ran out of memory, most likely because of what the command used.
+   */
+  readonly outOfMemory?: true
   readonly stdout: Capture.Captured
   readonly stderr: Capture.Captured
   /** Both streams interleaved in arrival order, bounded and reported like each stream. */
@@ -403,6 +409,16 @@ const free = (buffer: ArrayBufferLike): void => {
   if (transferable.detached === false) transferable.transfer?.(0)
 }
 
+/** How many processes the kernel's OOM killer has ended on this machine since it started (/proc/vmstat), if known. */
+const oomKills = (): number | undefined => {
+  try {
+    const found = /^oom_kill (\d+)$/m.exec(readFileSync("/proc/vmstat", "latin1"))
+    return found === null ? undefined : Number(found[1])
+  } catch {
+    return undefined
+  }
+}
+
 const start = (
   handle: Handle,
   started: number,
@@ -416,6 +432,7 @@ const start = (
   const stdout = Capture.make(captureBytes)
   const stderr = Capture.make(captureBytes)
   const output = Capture.make(captureBytes)
+  const oomBefore = oomKills()
 
   let timedOut: Timeout | undefined
   const stop = () => {
@@ -502,10 +519,12 @@ const start = (
     }
     clearTimeout(pendingProgress)
     await progressed
+    const oomAfter = oomBefore === undefined ? undefined : oomKills()
     return {
       exitCode: ending.exitCode,
       signal: ending.signal,
       timedOut,
+      ...(oomAfter !== undefined && oomAfter > oomBefore! ? { outOfMemory: true as const } : {}),
       stdout: stdout.finish(),
       stderr: stderr.finish(),
       output: output.finish(),

@@ -1,5 +1,5 @@
 // core's shell as a developer runs it, not as root (`bun test/shell/user-child.ts RECORDS CWD COMMAND [FROZEN]`,
-// started by the test as another user): runs COMMAND sandboxed to CWD (with FROZEN, a file name in CWD, denied to
+// started by the test as another user, or in a memory cgroup of its own): runs COMMAND sandboxed to CWD (with FROZEN, a file name in CWD, denied to
 // edit) and prints the run's outcome as one JSON line.
 
 import * as Effect from "effect/Effect"
@@ -22,6 +22,7 @@ console.log(
     stderr: result.stderr.text,
     exitCode: result.exitCode,
     signal: result.signal,
+    outOfMemory: result.outOfMemory ?? false,
     survivors: result.survivors,
     refused: result.refused ?? [],
   }),
