@@ -660,8 +660,9 @@ export const readsOnly = (words: ReadonlyArray<string | undefined>): boolean => 
   }
   // An option's value counts as an operand here, which only ever errs towards a change.
   if (base === "sort") return !known.some((word) => SORT_WRITES.test(word))
-  // file -C writes NAME.mgc for each magic file it compiles.
-  if (base === "file") return !known.some((word) => /^(-[A-Za-z]*C|--c)/.test(word))
+  // file -C writes NAME.mgc for each magic file it compiles, which a word known only when it runs may ask for
+  // (`xargs file` given `-C`). (less logs its input only to a terminal, which commands do not have.)
+  if (base === "file") return !rest.some((word) => word === undefined || /^(-[A-Za-z]*C|--c)/.test(word))
   if (base === "uniq") return uniqReadsOnly(known)
   if (AWKS.has(base)) return awkReadsOnly(known)
   return READ_ONLY.has(base)

@@ -432,13 +432,17 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     }),
   ),
   // What a read-only command run by xargs or find -exec is given may make it write: its input, an option (`-o FILE`).
-  ...["echo '-o core.json' | xargs sort x", "find . -name core.json -exec sed -i s/allow/deny/ {} +", "find . -name x -exec sort -o core.json {} \\;"].map(
+  ...["echo '-o core.json' | xargs sort x", "cd tools && echo -C | xargs file -m magic", "find . -name core.json -exec sed -i s/allow/deny/ {} +", "find . -name x -exec sort -o core.json {} \\;"].map(
     (command): Attempt => ({
       name: `bash ${command} (a command xargs or find runs, given what makes it write)`,
       tool: "bash",
-      setup: (w) => writeFileSync(join(w.directory, "x"), "{}"),
+      setup: (w) => {
+        writeFileSync(join(w.directory, "x"), "{}")
+        mkdirSync(join(w.directory, "tools"), { recursive: true })
+        writeFileSync(join(w.directory, "tools", "magic"), "0\tstring\thi\thello\n")
+      },
       input: () => ({ command }),
-      changed: coreJsonChanged,
+      changed: (w) => coreJsonChanged(w) || existsSync(join(w.directory, "tools", "magic.mgc")),
       unsandboxed: true,
     }),
   ),
