@@ -70,6 +70,19 @@ const SPAWN_ERRNO: ReadonlySet<string> = new Set([
   "ENOMEM",
 ])
 
+/** What a system short of descriptors, processes or memory refuses a spawn with. */
+const SHORT_OF: ReadonlySet<string> = new Set(["EMFILE", "ENFILE", "EAGAIN", "ENOMEM"])
+
+/**
+ * The errno of `cause` where it says the system is short of descriptors, processes or memory (Bun's spawnSync says
+ * so in words alone), else undefined.
+ */
+const shortOf = (cause: unknown): string | undefined => {
+  const code = typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
+  if (typeof code === "string") return SHORT_OF.has(code) ? code : undefined
+  return cause instanceof Error && /resource exhaustion/.test(cause.message) ? "EAGAIN" : undefined
+}
+
 /** The limits every run starts from (`shell` in core.json). */
 export interface Limits {
   readonly timeoutMs: number
@@ -351,11 +364,16 @@ const spawnSupervised = (
       }, signal).catch((cause: unknown) => {
         // A supervisor that could not be recorded (a full disk) starts no command: core's failure, in its words.
         if (cause instanceof Supervised.RecordError) return cause
+        // Nor one the system had no descriptor, process or memory left to start (a host running a thousand commands
+        // at once): the call fails saying so, as a command that could not be started does, rather than as a defect.
+        const code = shortOf(cause)
+        if (code !== undefined) return spawnError(request, code, cause instanceof Error ? cause.message : String(cause))
         throw cause
       }),
     )),
     (run) =>
       run instanceof Supervised.RecordError ? Effect.die(run) :
+      run instanceof SpawnError ? Effect.fail(run) :
       Effect.flatMap(
         Effect.promise(() => run.started),
         (started): Effect.Effect<Handle, SpawnError> => {
@@ -698,10 +716,18 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
       onProgress === undefined ? undefined : (update: Progress) => Effect.runPromiseWith(context)(onProgress(update))
     const started = performance.now()
     const supervised = supervisors !== undefined && request.supervise !== false
-    const prepared =
-      supervised && request.sandbox !== undefined && sandbox.active
-        ? Policies.prepare(request.sandbox, request.env ?? process.env, config, mounts() && emptyFile() !== undefined)
-        : undefined
+    let prepared: Policies.Prepared | undefined
+    try {
+      prepared =
+        supervised && request.sandbox !== undefined && sandbox.active
+          ? Policies.prepare(request.sandbox, request.env ?? process.env, config, mounts() && emptyFile() !== undefined)
+          : undefined
+    } catch (cause) {
+      // Preparing looks at the disk and may start a probe: a system out of descriptors fails it too.
+      const code = shortOf(cause)
+      if (code === undefined) throw cause
+      return yield* spawnError(request, code, cause instanceof Error ? cause.message : String(cause))
+    }
     // Too much to look through for what the read rules deny: not started (the rules fail closed).
     if (prepared?.uncovered !== undefined) {
       prepared.cleanup()
