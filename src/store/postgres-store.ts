@@ -445,14 +445,18 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
         )
 
       return Store.Service.of({
+        // Read again after a failure of its connection, as a write's end is sent again: a host waiting for a call
+        // another runs looks it up until it ends, and a restart of the server ended that wait (`core exec` exit 3).
         lookup: (key) =>
-          attempt("lookup", async (): Promise<Store.Record | undefined> => {
-            const rows: Array<Row> = await sql`
-              SELECT state, tool, agent, owner, reason, settlement, lease_until > ${sql.unsafe(NOW_MS)} AS live
-              FROM core.settlements WHERE session_id = ${key.sessionID} AND call_id = ${key.toolCallID} AND location = ${key.location}`
-            const row = rows[0]
-            return row === undefined ? undefined : recordOf(row, key)
-          }),
+          attempt("lookup", (gaveUp) =>
+            resent(async (): Promise<Store.Record | undefined> => {
+              const rows: Array<Row> = await sql`
+                SELECT state, tool, agent, owner, reason, settlement, lease_until > ${sql.unsafe(NOW_MS)} AS live
+                FROM core.settlements WHERE session_id = ${key.sessionID} AND call_id = ${key.toolCallID} AND location = ${key.location}`
+              const row = rows[0]
+              return row === undefined ? undefined : recordOf(row, key)
+            }, gaveUp),
+          ),
         begin: (key, tool, agent, details) =>
           attempt("write", async (gaveUp) => {
             const rows = await sql`

@@ -436,6 +436,33 @@ describe("PostgresStore while the server restarts as a call's end is sent", () =
   }, 60_000)
 })
 
+// A host waiting for a call another runs looks it up until it ends: a restart of the server failed the lookup at
+// once, and `core exec` with it (exit 3), though the call ran on.
+describe("PostgresStore while the server restarts as a call is looked up", () => {
+  test("the lookup is made again until the server is back within the operation's time", async () => {
+    const { postgres } = await freshDatabase()
+    const proxy = proxyTo(postgres)
+    try {
+      const key = { location: "/p", sessionID: "s", toolCallID: "looked-up" }
+      const outcome = await Effect.runPromise(
+        Effect.gen(function* () {
+          const store = yield* Store.Service
+          yield* store.begin(key, "echo", "build")
+          proxy.set("down")
+          setTimeout(() => proxy.set("pass"), 3_000)
+          const started = performance.now()
+          const record = yield* store.lookup(key)
+          return { record, waitedMs: performance.now() - started }
+        }).pipe(Effect.provide(PostgresStore.layer(proxy.url, { operationTimeoutMs: 15_000 })), Effect.scoped),
+      )
+      expect(outcome.waitedMs).toBeGreaterThan(2_500)
+      expect(outcome.record).toMatchObject({ state: "started" })
+    } finally {
+      proxy.stop()
+    }
+  }, 60_000)
+})
+
 // An intent that answered too late (here: a table lock held past the time) may still be written once the statement
 // goes through: this process runs nothing for it. Left started, a waiter on this machine waited for it for as long
 // as this process lived (it runs here, lease or not); it is recorded failed as soon as it goes through.
