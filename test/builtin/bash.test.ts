@@ -593,6 +593,15 @@ describe("bash: a repository that was there before the command", () => {
     expect(textOf((await box.settle("bash", { command: "git status --short" })).settlement)).not.toContain("Core keeps git's config")
   })
 
+  // A bare repository a command made (`git init --bare remote.git`, to push to) loses its sample hooks: that was
+  // told as a change of core's own configuration, for the person to make.
+  test("the hooks of a bare repository a command made are told as git's, not as core's configuration", async () => {
+    const box = harness({ files: { "a.txt": "a" } })
+    const text = textOf((await box.settle("bash", { command: "git init -q --bare remote.git && echo made" })).settlement)
+    expect(text).toContain(`Undone: ${join(box.directory, "remote.git", "hooks")}. git runs these for the user outside the sandbox`)
+    expect(text).not.toContain("core's own configuration")
+  })
+
   // git renames and deletes a branch, then fails to rewrite its config (exit 128 for a rename): the model was told
   // the change did not happen, and would make it again.
   test("a branch renamed or deleted is told it was, though its section of the config could not follow", async () => {
