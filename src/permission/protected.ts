@@ -453,7 +453,13 @@ export const globMatcher = (pattern: string): ((name: string) => boolean) | unde
       }
     } else source += char.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")
   }
-  const test = new RegExp(`^${source}$`, "is")
+  let test: RegExp
+  try {
+    test = new RegExp(`^${source}$`, "is")
+  } catch {
+    // A class the shell reads and this does not (a range backwards, `[z-a]`): the folder as a whole.
+    return undefined
+  }
   return (name) => test.test(name)
 }
 
@@ -474,7 +480,8 @@ export const changeMatching = (
   const matches = globMatcher(pattern)
   let names: Array<string> | undefined
   try {
-    names = matches === undefined ? undefined : readdirSync(directory).filter(matches)
+    // `.` and `..` too, which a listing leaves out and bash matches (`.*` where globskipdots is off, as before 5.2).
+    names = matches === undefined ? undefined : [".", "..", ...readdirSync(directory)].filter(matches)
   } catch {
     names = undefined
   }

@@ -787,6 +787,9 @@ const physical = (workdir: string, value: string): string => {
  */
 export const lastGlob = (word: Word): string | undefined => {
   if (!word.glob || word.value === undefined) return undefined
+  // Quoted or escaped, a character of it is no wildcard (`'[x]'*` matches a literal `[x]`), which the value, its
+  // quotes removed, no longer says: the folder as a whole.
+  if (/['"\\$`]/.test(word.text.slice(word.text.lastIndexOf("/") + 1))) return undefined
   const slash = word.value.lastIndexOf("/")
   const at = word.value.search(Words.GLOB)
   return at > slash ? word.value.slice(slash + 1) : undefined

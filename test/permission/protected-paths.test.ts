@@ -67,7 +67,7 @@ describe("Protected.changeMatching", () => {
     expect(matches("[a-d]ore.json", "core.json")).toBe(true)
     expect(matches("core.j[", "core.j[")).toBe(true)
     // What it does not read exactly is left to the folder as a whole.
-    for (const pattern of ["\\*", "{a,b}*", "@(core).json", "!(x)", "*(x)", "[[:alpha:]]*"]) expect(Protected.globMatcher(pattern)).toBeUndefined()
+    for (const pattern of ["\\*", "{a,b}*", "@(core).json", "!(x)", "*(x)", "[[:alpha:]]*", "[z-a]*"]) expect(Protected.globMatcher(pattern)).toBeUndefined()
   })
 
   test("judges the entries a glob names now: core.json when it matches, by a link or another name too; the folder past the bound", () => {
@@ -75,6 +75,9 @@ describe("Protected.changeMatching", () => {
     writeFileSync(join(location, "a.txt"), "")
     expect(Protected.changeMatching(roots, location, "*.txt", { encloses: true })).toBeUndefined()
     expect(Protected.changeMatching(roots, location, "*.j*", { encloses: true })).toContain("core.json")
+    // `.*` and `?` name `.` and `..` too, where bash's globskipdots is off: the folder, and the one above.
+    expect(Protected.changeMatching(roots, location, ".*", { encloses: true })).toContain("which holds")
+    expect(Protected.changeMatching(roots, join(location, "lib"), ".?", { encloses: true })).toContain("which holds")
     expect(Protected.changeMatching(roots, join(location, "tools"), "*.ts", { encloses: true })).toContain("tools/")
     symlinkSync(join(location, "core.json"), join(location, "link.txt"))
     expect(Protected.changeMatching(roots, location, "*.txt", { encloses: true })).toContain("core.json")

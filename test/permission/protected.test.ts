@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test"
-import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Effect } from "effect"
 import { Approvals } from "../../src/store/approvals"
@@ -253,6 +253,21 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     setup: (w) => linkSync(join(w.directory, "core.json"), join(w.directory, "hl")),
     input: () => ({ command: `truncate -s 0 h*` }),
     changed: coreJsonChanged,
+  },
+  {
+    name: "bash chmod -R a+w .* (a glob naming . where bash's globskipdots is off)",
+    tool: "bash",
+    input: () => ({ command: "shopt -u globskipdots 2>/dev/null\nchmod -R a+w .* 2>/dev/null; true" }),
+    changed: (w) => (statSync(join(w.directory, "core.json")).mode & 0o002) !== 0,
+    unsandboxed: true,
+  },
+  {
+    name: "bash truncate -s 0 \\[x]* (a glob whose class is escaped, naming a hard link to core.json)",
+    tool: "bash",
+    setup: (w) => linkSync(join(w.directory, "core.json"), join(w.directory, "[x]fg")),
+    input: () => ({ command: "truncate -s 0 \\[x]* '[x]'*" }),
+    changed: coreJsonChanged,
+    unsandboxed: true,
   },
   {
     name: "bash mv .c* moved (a glob naming .core/)",
