@@ -1042,6 +1042,16 @@ export const begin = (
       if (identity !== undefined) ownGitDirs.add(identity)
     }
   }
+  // The folders holding the Location's nested entries (`.claude` of `.claude/skills`): bound onto themselves too, or
+  // a command renames one away, and with it the read-only mount beneath, leaving no skill folder where core looks.
+  for (const key of keys) {
+    for (const name of Protected.LOCATION_ENTRIES) {
+      if (!name.includes("/")) continue
+      const folder = join(key, name.slice(0, name.indexOf("/")))
+      const before = look(folder)
+      if (before?.kind === Number(DIRECTORY) && before.link === undefined) pinned.add(folder)
+    }
+  }
   for (const { way } of ways) for (const folder of way) know(folder.path, folder.before, true)
   for (const git of gits) know(git.path, git.before, !nestedGits.has(git.path))
   for (const entry of entries) {

@@ -1192,6 +1192,18 @@ describe("protected configuration: what stays ordinary", () => {
     expect(script.asks.find((ask) => ask.resources.includes("cat $HOME/y"))?.protected).toBe(Protected.UNKNOWN_TARGET)
   })
 
+  // A program renamed .claude away (its skills/ a read-only mount beneath), unasked and not undone: the skills were
+  // gone from where core looks. The folder is bound onto itself for the command now, which no rename moves.
+  test("with the OS sandbox on, a folder holding a skill folder is not renamed away by a program", async () => {
+    const w = world()
+    mkdirSync(join(w.directory, ".claude", "skills", "kept"), { recursive: true })
+    writeFileSync(join(w.directory, ".claude", "skills", "kept", "SKILL.md"), "---\nname: kept\ndescription: kept\n---\n")
+    const outcome = await w.settle("bash", { command: `python3 -c "import os; os.rename('.claude', 'old')" .claude; echo ran` }, "yes")
+    expect(messageOf(outcome.settlement)).toContain("Device or resource busy")
+    expect(existsSync(join(w.directory, ".claude", "skills", "kept", "SKILL.md"))).toBe(true)
+    expect(existsSync(join(w.directory, "old"))).toBe(false)
+  })
+
   test("with the OS sandbox on, git is not asked: core's configuration is read-only to it", async () => {
     const w = world()
     repository(w, { "core.json": "{}" })
