@@ -8,11 +8,11 @@ export * as Bash from "./bash"
 // command gets an explicit environment without core's secrets. It returns the complete capture; bounding what the
 // model sees is the settlement's job.
 
-import { existsSync } from "node:fs"
-import { basename, dirname, join, resolve, sep } from "node:path"
+import { basename, dirname, resolve, sep } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Boundary } from "../permission/boundary"
+import { Git } from "../permission/git"
 import type { Permission } from "../permission/permission"
 import { Protected } from "../permission/protected"
 import { Rule } from "../permission/rule"
@@ -429,11 +429,11 @@ export const text =
 
 /** Whether an undone path is one of git's (in a `.git`, or a HEAD that made the Location a bare repository). */
 const isGitPlace = (path: string): boolean =>
-  /(?:^|\/)\.git(?:\/|$)/.test(path) || basename(path) === "HEAD" || bareRepository(dirname(path)) || bareRepository(dirname(dirname(path)))
-
-/** Whether `folder` is a bare repository (`git init --bare`): its hooks, config and info/ are git's places in it. */
-const bareRepository = (folder: string): boolean =>
-  ["HEAD", "objects", "refs"].every((entry) => existsSync(join(folder, entry)))
+  /(?:^|\/)\.git(?:\/|$)/.test(path) ||
+  basename(path) === "HEAD" ||
+  // In a bare repository (`git init --bare`): its hooks, config, info/attributes.
+  Git.isGitDirectory(dirname(path)) ||
+  Git.isGitDirectory(dirname(dirname(path)))
 
 /** Variables a command never sees besides core's secrets (Shell.secrets): those that would move `cd` where its checks did not look. */
 const WITHHELD = ["CDPATH", "OLDPWD"]
