@@ -48,6 +48,17 @@ export const pretty = (value: unknown): string => json(JSON.stringify(value, nul
  */
 export const block = (text: string): string => text.replace(CONTROL, escaped).replace(UNSAFE, escaped).replaceAll("\n", "\n  ")
 
+/** The C0 controls but tab, line feed and a carriage return that ends a line before its line feed (CRLF). */
+const ACTING_CONTROL = /\r(?!\n)|[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g
+
+/**
+ * Text as a person reads it on a terminal (a managed output printed there): every character a terminal acts on
+ * escaped but tab, line feed and CRLF, with no indent, so that its lines show as they are and none can move the
+ * cursor, rewrite a line, write the clipboard or reorder what is shown. A text cut into pieces is escaped piece by
+ * piece the same way as whole, but for a carriage return ending a piece, which its caller holds for the next.
+ */
+export const text = (text: string): string => text.replace(ACTING_CONTROL, escaped).replace(UNSAFE, escaped)
+
 /** A warning line on stderr (a file that did not load, and why): `core: warning: TEXT`, the text a block. */
 export const warning = (text: string): string => `core: warning: ${block(text)}`
 

@@ -13,11 +13,16 @@ const LINE_COUNT = 400_000
 /** Multi-byte filler, so the byte bound is measured in UTF-8 and not in characters. */
 const FILL = "αβγ-δ€😀 ".repeat(7)
 
+/** A line (after its number) holding what a terminal acts on: OSC 52 (writes the clipboard), a screen clear, a
+ * carriage return that overwrites what shows, a right-to-left override, a C1 control sequence; and CRLF. */
+const HOSTILE = "\t\u001b]52;c;ZWNobyBwd25lZA==\u0007\u001b[2J\u001b[1;1Hsafe\rrm -rf ~ \u202egnp.exe\u009b31m é 😀\r\n"
+
 const lineOf = (n: number) => `line ${n} ${FILL}`
 const bigText = () => Array.from({ length: LINE_COUNT }, (_, index) => lineOf(index + 1)).join("\n")
 
 const TOOLS = `${IMPORTS}${RAN}
 const FILL = ${JSON.stringify(FILL)}
+const HOSTILE = ${JSON.stringify(HOSTILE)}
 
 export const lines = Tool.make({
   description: "Return many numbered lines",
@@ -42,6 +47,13 @@ export const table = Tool.make({
   output: Schema.Struct({ rows: Schema.Array(Schema.Struct({ id: Schema.Finite, name: Schema.String })) }),
   execute: (input) =>
     Effect.succeed({ rows: Array.from({ length: input.rows }, (_, id) => ({ id, name: "row " + id })) }),
+})
+
+export const hostile = Tool.make({
+  description: "Return many lines holding what a terminal acts on",
+  input: Schema.Struct({ count: Schema.Finite }),
+  output: Schema.String,
+  execute: (input) => Effect.succeed(Array.from({ length: input.count }, (_, index) => index + HOSTILE).join("") + "end\\r"),
 })
 
 export const summary = Tool.make({
@@ -314,6 +326,45 @@ describe("core output", () => {
     expect(result.stderr).toContain("retentionDays")
     expect(result.stderr).toContain("core check")
     expect(filesOf(box, id).length).toBeGreaterThan(0)
+  })
+
+  // A model's text printed on a person's terminal must not act on it: clear the screen, overwrite a line (\r) so
+  // that what shows is not what is there, write the clipboard (OSC 52), reorder what is shown. Piped, the bytes as
+  // kept; on a terminal, each such character escaped (\uXXXX) but tab, line feed and CRLF; `--raw` as kept there too.
+  test("on a terminal, what a terminal acts on is shown escaped; piped or with --raw, the bytes as kept", async () => {
+    const box = sandbox({ "tools/big.ts": TOOLS })
+    const COUNT = 3_000
+    const settlement = settlementOf(await exec(box, "big_hostile", { count: COUNT }))
+    expect(settlement.outputs).toHaveLength(1)
+    const id = settlement.outputs[0]!.id as string
+    const kept = Array.from({ length: COUNT }, (_, index) => `${index}${HOSTILE}`).join("") + "end\r"
+
+    const piped = await outputBytes(box, id)
+    expect(piped.code).toBe(0)
+    expect(Buffer.from(piped.stdout).toString("utf8")).toBe(kept)
+
+    /** `core output ID ARGS` on a terminal (script's), its output as the terminal got it, `\n` as `\r\n` (onlcr). */
+    const onTerminal = async (...args: ReadonlyArray<string>) => {
+      const command = [await binary(), "output", id, ...args].map((part) => `'${part}'`).join(" ")
+      const child = Bun.spawn(["script", "-qec", command, "/dev/null"], {
+        env: { ...process.env, ...box.env },
+        stdin: new Blob([]),
+        stdout: "pipe",
+        stderr: "pipe",
+      })
+      const [code, output] = await Promise.all([child.exited, new Response(child.stdout).text()])
+      return { code, output }
+    }
+    const shown = await onTerminal()
+    expect(shown.code).toBe(0)
+    const line = (index: number) =>
+      `${index}\t\\u001b]52;c;ZWNobyBwd25lZA==\\u0007\\u001b[2J\\u001b[1;1Hsafe\\u000drm -rf ~ \\u202egnp.exe\\u009b31m é 😀\r\r\n`
+    expect(shown.output).toBe(Array.from({ length: COUNT }, (_, index) => line(index)).join("") + "end\\u000d")
+    for (const acted of ["\u001b", "\u0007", "\u009b", "\u202e"]) expect(shown.output).not.toContain(acted)
+
+    const raw = await onTerminal("--raw")
+    expect(raw.code).toBe(0)
+    expect(raw.output).toBe(kept.replaceAll("\n", "\r\n"))
   })
 
   test("a missing id is a usage error", async () => {
