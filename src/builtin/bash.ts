@@ -937,6 +937,7 @@ const makeTool = (services: Builtin.Services) => {
             argv: [shell.shell, "-c", command],
             cwd: workdir.real,
             env: environment(),
+            owner: context.sessionID,
             sandbox: {
               location: directory,
               approved: approved(directory, needs),

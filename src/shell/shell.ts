@@ -148,6 +148,12 @@ export interface Request {
   readonly supervise?: boolean
   /** Takes stdout chunk by chunk instead of capturing it (a chunk is valid only during the call). */
   readonly onStdout?: (chunk: Uint8Array) => void
+  /**
+   * Whose command it is (a session): the supervisors waiting to start take turns by owner, one start each, so one
+   * owner's burst does not hold another's first command behind it. Without one, the command waits with the others
+   * that have none.
+   */
+  readonly owner?: string
 }
 
 /** A process the run ended because it was still running when the run ended. */
@@ -361,7 +367,7 @@ const spawnSupervised = (
         ...(cover === undefined ? {} : { cover }),
         ...(sockets === undefined ? {} : { sockets }),
         graceMs: ProcessGroup.GRACE_MS,
-      }, signal).catch((cause: unknown) => {
+      }, signal, request.owner).catch((cause: unknown) => {
         // A supervisor that could not be recorded (a full disk) starts no command: core's failure, in its words.
         if (cause instanceof Supervised.RecordError) return cause
         // Nor one the system had no descriptor, process or memory left to start (a host running a thousand commands

@@ -37,12 +37,32 @@ export const START_TIMEOUT_MS = 30_000
  */
 export const MAX_STARTING = Math.max(1, availableParallelism() - 1)
 
-/** The starts under way in this process, and those waiting for one to finish (process-wide, as the processor is). */
+/**
+ * The starts under way in this process; those waiting, by whose they are (a session's), and the order those take
+ * their turns in: one after the other, a start each, so that one session's burst of commands does not hold another
+ * session's first one behind all of it.
+ */
 let starting = 0
-const queued: Array<() => void> = []
+const waiting = new Map<string, Array<() => void>>()
+const rotation: Array<string> = []
 
-/** Waits for a turn to start a supervisor; resolves with its release, or rejects once `signal` aborts meanwhile. */
-const admit = (signal: AbortSignal | undefined): Promise<() => void> =>
+/** Grants the turns free now, to the owners waiting in rotation. */
+const grantTurns = () => {
+  while (starting < MAX_STARTING && rotation.length > 0) {
+    const owner = rotation.shift()!
+    const queue = waiting.get(owner)!
+    const grant = queue.shift()!
+    if (queue.length > 0) rotation.push(owner)
+    else waiting.delete(owner)
+    grant()
+  }
+}
+
+/**
+ * Waits for a turn to start a supervisor for `owner`; resolves with its release, or rejects once `signal` aborts
+ * meanwhile.
+ */
+const admit = (signal: AbortSignal | undefined, owner: string): Promise<() => void> =>
   new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason)
     const grant = () => {
@@ -52,17 +72,28 @@ const admit = (signal: AbortSignal | undefined): Promise<() => void> =>
         if (released) return
         released = true
         starting--
-        while (starting < MAX_STARTING && queued.length > 0) queued.shift()!()
+        grantTurns()
       })
     }
-    if (starting < MAX_STARTING) return grant()
-    queued.push(grant)
+    if (starting < MAX_STARTING && rotation.length === 0) return grant()
+    const queue = waiting.get(owner)
+    if (queue === undefined) {
+      waiting.set(owner, [grant])
+      rotation.push(owner)
+    } else {
+      queue.push(grant)
+    }
     signal?.addEventListener(
       "abort",
       () => {
-        const index = queued.indexOf(grant)
+        const queued = waiting.get(owner)
+        const index = queued?.indexOf(grant) ?? -1
         if (index === -1) return
-        queued.splice(index, 1)
+        queued!.splice(index, 1)
+        if (queued!.length === 0) {
+          waiting.delete(owner)
+          rotation.splice(rotation.indexOf(owner), 1)
+        }
         reject(signal.reason)
       },
       { once: true },
@@ -322,10 +353,11 @@ export interface Pool {
   /** Starts `order` in a supervisor (a warm spare when there is one) at once. */
   readonly launch: (order: Order) => Run
   /**
-   * Starts `order` once its turn comes (at most MAX_STARTING supervisors start at once; a warm spare needs no turn).
-   * Aborting `signal` while it waits rejects and starts nothing; aborting it once started stops the run.
+   * Starts `order` once its turn comes (at most MAX_STARTING supervisors start at once; a warm spare needs no turn):
+   * the owners waiting (`owner`, a session) take turns one start each. Aborting `signal` while it waits rejects and
+   * starts nothing; aborting it once started stops the run.
    */
-  readonly start: (order: Order, signal?: AbortSignal) => Promise<Run>
+  readonly start: (order: Order, signal?: AbortSignal, owner?: string) => Promise<Run>
 }
 
 type Order = Omit<Supervisor.Order, "kind" | "env"> & { readonly env: Readonly<Record<string, string>> }
@@ -699,8 +731,8 @@ export const pool = (
     const wanted = kinds.size === 0 ? [kindOf(undefined)] : [...kinds]
     return Promise.all(wanted.map((sandboxed) => spareOf(sandboxed, true)?.ready)).then(() => {})
   }
-  const start: Pool["start"] = async (order, signal) => {
-    const release = spareOf(kindOf(order), false) !== undefined ? () => {} : await admit(signal)
+  const start: Pool["start"] = async (order, signal, owner = "") => {
+    const release = spareOf(kindOf(order), false) !== undefined ? () => {} : await admit(signal, owner)
     let run: Run
     try {
       run = launch(order)

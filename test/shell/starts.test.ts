@@ -1,5 +1,5 @@
 // Supervisor starts wait their turn (Supervised.MAX_STARTING at once, process-wide), so a burst of commands never
-// leaves core without a processor; a start cancelled while it waits starts nothing, and every waiting start runs.
+// leaves core without a processor, and the sessions waiting take turns; a start cancelled while it waits starts nothing, and every waiting start runs.
 // A supervisor that cannot be started at all is an error that leaves no pipe of its stdio open in core.
 
 import { expect, test } from "bun:test"
@@ -33,6 +33,32 @@ test.skipIf(!Supervised.launchable())("starts past the bound wait their turn and
   expect(ended.every((report) => report?.exitCode === 0)).toBe(true)
   for (const start of starts.slice(0, -1)) expect(existsSync(start.file)).toBe(true)
   expect(existsSync(cancelled.file)).toBe(false)
+}, 60_000)
+
+// One session's burst of commands does not hold another session's first one behind all of it: the owners waiting
+// take turns, one start each (FIFO, the other's would start last).
+test.skipIf(!Supervised.launchable())("owners waiting to start take turns: another's first command starts right after one of the burst", async () => {
+  const directory = tempDir("core-starts-")
+  const pool = Supervised.pool(undefined)
+  const burst = Supervised.MAX_STARTING + 6
+  const order: Array<string> = []
+  const started = (owner: string, index: number) =>
+    pool.start(touch(join(directory, `${owner}-${index}`)), new AbortController().signal, owner).then((run) => {
+      order.push(owner)
+      return run
+    })
+  const runs = [
+    ...Array.from({ length: burst }, (_, index) => started("session-a", index)),
+    started("session-b", 0),
+    started("session-b", 1),
+  ]
+  const ended = await Promise.all((await Promise.all(runs)).map((run) => run.started.then(() => run.ended)))
+  expect(ended.every((report) => report?.exitCode === 0)).toBe(true)
+  // The bound's first starts are the burst's; then one more of it, and then the other session's first.
+  expect(order.indexOf("session-b")).toBe(Supervised.MAX_STARTING + 1)
+  expect(order.lastIndexOf("session-b")).toBe(Supervised.MAX_STARTING + 3)
+  expect(order.filter((owner) => owner === "session-a")).toHaveLength(burst)
+  for (let index = 0; index < burst; index++) expect(existsSync(join(directory, `session-a-${index}`))).toBe(true)
 }, 60_000)
 
 /** How many of this process's descriptors are ends of pipes. */
