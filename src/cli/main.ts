@@ -16,7 +16,7 @@ const HELP = `core ${packageJson.version}: a tool runtime for AI agents
 Usage:
   core exec NAME --input JSON [--location DIR] [--agent ID] [--session ID] [--message ID] [--call ID] [--yes]
   core tools [--location DIR] [--agent ID] [--json] [--provider P]
-  core output ID [--structured]
+  core output ID [--structured] [--raw]
   core check NAME --input JSON [--location DIR] [--agent ID]
   core check [--location DIR] [--provider P]
   core permissions [reset [--action A]] [--location DIR]
