@@ -8,23 +8,6 @@ export * as Credentials from "./credentials"
 import { join, resolve, sep } from "node:path"
 
 /**
- * The files a shell reads as it starts (bash's and zsh's, relative to the home): login files among the secrets
- * (STORES), which a command's sandbox covers with a note where it can, so that its `bash -lc` starts without an
- * error and reads that they are kept from it.
- */
-export const STARTUP: ReadonlyArray<string> = [
-  ".bashrc",
-  ".bash_profile",
-  ".bash_login",
-  ".bash_logout",
-  ".profile",
-  ".zshrc",
-  ".zshenv",
-  ".zprofile",
-  ".zlogin",
-]
-
-/**
  * Secrets under the home, relative to it. The rest of the home is not granted to commands at all; this list is what
  * stays out wherever something else is (a toolchain root, a Location or approved directory holding the home, a
  * core.json grant of a directory holding one), and what the file tools refuse.
@@ -117,7 +100,15 @@ export const STORES: ReadonlyArray<string> = [
   ".config/keepassxc",
   // what the user's shell, session and desktop run at login (often exporting tokens too): a change would run
   // outside any sandbox
-  ...STARTUP,
+  ".bashrc",
+  ".bash_profile",
+  ".bash_login",
+  ".bash_logout",
+  ".profile",
+  ".zshrc",
+  ".zshenv",
+  ".zprofile",
+  ".zlogin",
   ".config/fish",
   ".pam_environment",
   ".xprofile",

@@ -24,23 +24,7 @@ const quoted = (text: string): string => `'${text.replaceAll("'", `'\\''`)}'`
  */
 export const file = (directory: string, path: string): string | undefined => {
   const text = script(path)
-  return made(directory, `login-path-${new Bun.CryptoHasher("sha256").update(text).digest("hex").slice(0, 24)}.sh`, text)
-}
-
-/** What a command reads in place of the user's login files (~/.profile, ~/.bashrc), which its sandbox covers with it. */
-export const KEPT =
-  "# core: this login file is kept from commands (login files often export tokens). A login shell keeps the PATH\n" +
-  "# the command was given.\n"
-
-/**
- * The file the user's login files are covered with for a command (KEPT), made in `directory` (core's), or undefined
- * where it cannot be made (they are then refused to the command, as every credential store is).
- */
-export const kept = (directory: string): string | undefined => made(directory, "login-kept.sh", KEPT)
-
-/** `text` as the file `name` in `directory`, readable by all and written by core alone; undefined where it cannot be. */
-const made = (directory: string, name: string, text: string): string | undefined => {
-  const target = join(directory, name)
+  const target = join(directory, `login-path-${new Bun.CryptoHasher("sha256").update(text).digest("hex").slice(0, 24)}.sh`)
   try {
     if (existsSync(target) && readFileSync(target, "utf8") === text) return target
     mkdirSync(directory, { recursive: true, mode: 0o700 })

@@ -222,11 +222,6 @@ export interface Cover {
   readonly frozen?: ReadonlyArray<string>
   /** An empty regular file only core can write, which each file is covered with. */
   readonly empty: string
-  /**
-   * The user's login files (Credentials.STARTUP), which the sandbox refuses to the command, and the file that says
-   * so (LoginPath.kept), which covers each of them: a login shell reads it and starts without an error.
-   */
-  readonly startup?: { readonly files: ReadonlyArray<string>; readonly with: string }
 }
 
 /**
@@ -238,8 +233,8 @@ export interface Cover {
  * path gone meanwhile is skipped. Answers undefined, or why it could not: the caller must then not run the command,
  * which would read what a rule denies.
  */
-export const cover = (way: Way, { files, directories, folders = [], frozen = [], empty, startup }: Cover): string | undefined => {
-  if (files.length === 0 && directories.length === 0 && frozen.length === 0 && startup === undefined) return undefined
+export const cover = (way: Way, { files, directories, folders = [], frozen = [], empty }: Cover): string | undefined => {
+  if (files.length === 0 && directories.length === 0 && frozen.length === 0) return undefined
   if (way === "none") return "this process cannot make a mount namespace"
   const unshared = Native.unshare(Native.CLONE_NEWNS)
   if (unshared !== 0) return `unshare(CLONE_NEWNS) failed (errno ${unshared})`
@@ -268,7 +263,6 @@ export const cover = (way: Way, { files, directories, folders = [], frozen = [],
     if (mounted === ENOENT) continue
     if (mounted !== 0) return `covering ${path} failed (errno ${mounted})`
   }
-  if (startup !== undefined) coverStartup(startup)
   if (files.length === 0) return undefined
   // The empty file bound read-only onto itself first: a bind takes the flags of the mount it binds from, so each
   // cover is then one mount, read-only from the start.
@@ -282,15 +276,4 @@ export const cover = (way: Way, { files, directories, folders = [], frozen = [],
     if (covered !== 0) return `covering ${path} failed (errno ${covered})`
   }
   return undefined
-}
-
-/**
- * Covers each login file with the note, bound read-only (as the empty file is). Where one cannot be, it stays as
- * it is: refused by the sandbox's grants, which never held it, so the command still reads nothing of it.
- */
-const coverStartup = (startup: NonNullable<Cover["startup"]>): void => {
-  const note = startup.with
-  if (Native.mount(note, note, Native.MS_BIND) !== 0) return
-  if (Native.mount(null, note, Native.MS_REMOUNT | Native.MS_BIND | Native.MS_RDONLY | Native.mountFlags(note)) !== 0) return
-  for (const path of startup.files) Native.mount(note, path, Native.MS_BIND)
 }

@@ -8,7 +8,7 @@ export * as Sandbox from "./sandbox"
 // carved around them (./landlock). When the system temp directory holds one of them (as in tests), the command
 // gets a fresh temp directory of its own (TMPDIR) instead of all of it.
 
-import { existsSync, lstatSync, mkdirSync, statSync } from "node:fs"
+import { existsSync, lstatSync, mkdirSync } from "node:fs"
 import { homedir, tmpdir } from "node:os"
 import { dirname, join, relative, resolve } from "node:path"
 import { Covered } from "./covered"
@@ -19,7 +19,6 @@ import { Toolchains } from "../permission/toolchains"
 import { Home } from "./home"
 import { Landlock } from "./landlock"
 import { LoginPath } from "./login-path"
-import type { Namespace } from "./namespace"
 import { ProcessDirs } from "./process-dirs"
 import { Sockets } from "./sockets"
 import { SidecarPorts } from "../permission/sidecar-ports"
@@ -149,8 +148,6 @@ interface Fixed {
   readonly cache: string | undefined
   /** core.json's denyRead covered by mounts rather than carved out of the grants (looked up at each call). */
   readonly coverable: ReadonlyArray<string>
-  /** The user's login files there are, kept from commands (Credentials.STARTUP): real paths of regular files. */
-  readonly startup: ReadonlyArray<string>
 }
 
 /** The Location's cache directory under `data`, made if missing; undefined when it is not this user's alone. */
@@ -321,20 +318,6 @@ const workOut = (
     readOnly,
     readOnlyInTemp,
     coverable,
-    // Not one in a tree the command may write (a Location at the home, or at the repository a dotfile links to):
-    // there the command would take the note for the file's text, and `git add -A` commit it in its place.
-    startup: [...new Set(Credentials.STARTUP.map((name) => join(home, name)).filter(regularFile).map(Landlock.real))].filter(
-      (path) => secret.some((dir) => within(dir, path)) && !writable.some((root) => within(root, path)),
-    ),
-  }
-}
-
-/** Whether `path` is a regular file, through a link (a dotfile linked to a repository of them). */
-const regularFile = (path: string): boolean => {
-  try {
-    return statSync(path).isFile()
-  } catch {
-    return false
   }
 }
 
@@ -372,8 +355,6 @@ export interface Prepared {
      * the rules allow, and the file tools would read it there once the command ended.
      */
     readonly folders: ReadonlyArray<string>
-    /** The user's login files, kept from the command: covered with a note saying so (Namespace.Cover). */
-    readonly startup?: NonNullable<Namespace.Cover["startup"]>
   }
   /** The folders a person granted the command for writing (approved for the call, shell.allowWrite), uncarved. */
   readonly granted: ReadonlyArray<string>
@@ -506,10 +487,7 @@ export const prepare = (
   ]
   // What puts the command's PATH back in a login shell (./login-path), unless the user's environment names its own.
   const login = env.BASH_ENV === undefined && env.PATH !== undefined ? LoginPath.file(join(core[1]!, "shell"), env.PATH) : undefined
-  // And what covers the user's login files, where they can be covered: a login shell reads it instead, and starts
-  // without printing that it was refused them.
-  const kept = covering && made.startup.length > 0 ? LoginPath.kept(join(core[1]!, "shell")) : undefined
-  const grants = { read: [...read, ...[login, kept].filter((file) => file !== undefined)], devices, write }
+  const grants = { read: login === undefined ? read : [...read, login], devices, write }
   const home = env.HOME || homedir()
   const grantedAll = [...write, ...read, ...devices]
   const reachable = (path: string) => !secret.some((dir) => within(dir, path)) && grantedAll.some((dir) => within(dir, path))
@@ -596,14 +574,13 @@ export const prepare = (
   }
   return {
     grants,
-    ...(files.length + directories.length + frozen.length > 0 || kept !== undefined
+    ...(files.length + directories.length + frozen.length > 0
       ? {
           cover: {
             files: [...new Set(files)],
             directories: [...new Set(directories)],
             folders: [...folders].sort((a, b) => a.length - b.length),
             ...(frozen.length === 0 ? {} : { frozen: [...new Set(frozen)] }),
-            ...(kept === undefined ? {} : { startup: { files: made.startup, with: kept } }),
           },
         }
       : {}),

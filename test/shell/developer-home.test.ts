@@ -5,11 +5,10 @@
 // these tests are skipped and say so in their names.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { exec, type Sandbox, sandbox, settlementOf, write } from "../cli/fixture"
 import { Landlock } from "../../src/shell/landlock"
-import { LoginPath } from "../../src/shell/login-path"
 import { Supervised } from "../../src/shell/supervised"
 import type { Run } from "../support/binary"
 import { developerHome } from "../support/home"
@@ -24,7 +23,7 @@ const ALLOW_ALL = JSON.stringify({ permission: { "*": "allow" } })
 const bash = async (box: Sandbox, command: string) => {
   const run = await exec(box, "bash", { command })
   const settlement = settlementOf(run)
-  expect(settlement.status, JSON.stringify(settlement.content)).toBe("success")
+  expect(settlement.status).toBe("success")
   const output = settlement.structured as { exitCode: number; stdout: string; stderr: string; sandboxed?: Array<string>; stores?: Array<string> }
   const text = settlement.content.map((part) => (part.type === "text" ? part.text : "")).join("\n")
   return { run, output, text }
@@ -99,47 +98,6 @@ describe("the sandbox on a developer's home", () => {
     expect(lines[2]).toBe(box.env.PATH)
     expect(output.exitCode).toBe(0)
     expect(leaked(box, all(run))).toEqual([])
-  })
-
-  // Every `bash -lc` (the way some agents run every command) printed "bash: ~/.profile: Permission denied", and the
-  // model read that it had tried a credential store. Where the sandbox can mount, the login files are covered with
-  // a note saying they are kept: the shell starts quietly, and a program reading one reads the note, never the file.
-  test.skipIf(!LANDLOCK || !Supervised.canMount())(`a login shell starts without an error; the login files read as a note saying they are kept, and stay unchanged${needs}`, async () => {
-    const box = sandbox({ "core.json": ALLOW_ALL })
-    const home = box.user.home
-    write(home, {
-      ".profile": "export GITHUB_TOKEN=CORE-SECRET-profile\n",
-      ".bashrc": "export GITHUB_TOKEN=CORE-SECRET-bashrc\n",
-      "dotfiles/zshenv": "export GITHUB_TOKEN=CORE-SECRET-zshenv\n",
-    })
-    symlinkSync(join(home, "dotfiles/zshenv"), join(home, ".zshenv"))
-    // Through scripts, as a program would: a line naming a login file to change is refused before it runs, and one
-    // naming the home has it approved for the call, a tree the command may write (where nothing is covered, below).
-    write(box.location, {
-      "read.sh": "cat ~/.profile ~/.bashrc ~/.zshenv ~/dotfiles/zshenv\n",
-      "change.sh": "echo evil >> ~/.profile; rm -f ~/.bashrc; echo end\n",
-    })
-    const { run, output, text } = await bash(box, `bash -lc 'echo login-ok' && sh read.sh; sh change.sh`)
-    expect(output.stdout).toBe(`login-ok\n${LoginPath.KEPT.repeat(4)}end\n`)
-    expect(output.stderr).not.toContain("Permission denied")
-    expect(output.stderr).toContain(".profile: Read-only file system")
-    expect(leaked(box, all(run))).toEqual([])
-    expect(text).not.toContain("CORE-SECRET")
-    expect(readFileSync(join(home, ".profile"), "utf8")).toBe("export GITHUB_TOKEN=CORE-SECRET-profile\n")
-    expect(readFileSync(join(home, ".bashrc"), "utf8")).toBe("export GITHUB_TOKEN=CORE-SECRET-bashrc\n")
-  })
-
-  // In a tree the command may write (a dotfiles repository it works in), a login file it reached is no note: the
-  // command would take the note for the file and `git add -A` would commit it in the file's place.
-  test.skipIf(!LANDLOCK)(`a login file linked into the Location is refused there, never read as the note${needs}`, async () => {
-    const box = sandbox({ "core.json": ALLOW_ALL, "bashrc": "export GITHUB_TOKEN=CORE-SECRET-dotfile\n" })
-    symlinkSync(join(box.location, "bashrc"), join(box.user.home, ".bashrc"))
-    const { run, output } = await bash(box, "git init -q && git add -A; git status --short; cat bashrc ~/.bashrc; echo end")
-    expect(output.stdout).not.toContain("core: this login file is kept")
-    expect(output.stdout).not.toContain("A  bashrc")
-    expect(output.stderr).toContain("bashrc: Permission denied")
-    expect(leaked(box, all(run))).toEqual([])
-    expect(readFileSync(join(box.location, "bashrc"), "utf8")).toBe("export GITHUB_TOKEN=CORE-SECRET-dotfile\n")
   })
 
   test.skipIf(!LANDLOCK)(`plain commands read ~/.gitconfig and the toolchains' own files${needs}`, async () => {
