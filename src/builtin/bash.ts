@@ -12,6 +12,7 @@ import { basename, dirname, resolve, sep } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Boundary } from "../permission/boundary"
+import { Credentials } from "../permission/credentials"
 import { Git } from "../permission/git"
 import type { Permission } from "../permission/permission"
 import { Protected } from "../permission/protected"
@@ -219,6 +220,27 @@ const storesLine = (paths: ReadonlyArray<string>): string =>
   "store (keys, tokens, passwords), which core's sandbox keeps from every command. Do not try to read it another " +
   "way; work without it, or tell the user what needs it."
 
+/**
+ * The login files of `stores` that only bash, starting as a login shell (`bash -lc`), said it could not read: its
+ * start, not the command, reached for them. One a program of the command named too (`cat ~/.profile`) is not.
+ */
+const loginFilesOf = (stores: ReadonlyArray<string>, output: string): ReadonlyArray<string> => {
+  const lines = output.split("\n")
+  return stores.filter((path) => {
+    if (!Credentials.STARTUP.includes(basename(path))) return false
+    const naming = lines.filter((line) => line.includes(path))
+    const starting = (line: string) => line === `bash: ${path}: Permission denied` || line.endsWith(`/bash: ${path}: Permission denied`)
+    return naming.length > 0 && naming.every(starting)
+  })
+}
+
+/** What the model is told of those: nothing it did, nothing to work around. */
+const loginLine = (paths: ReadonlyArray<string>): string =>
+  `${paths.join(", ")}: the user's login ${paths.length === 1 ? "file" : "files"}, which a login shell (bash -l) reads ` +
+  `as it starts and core's sandbox keeps from every command (login files often hold tokens). The shell went on without ` +
+  `${paths.length === 1 ? "it" : "them"} and kept the PATH the command was given. To start without that message, use ` +
+  "bash -c rather than bash -lc."
+
 const ruledLine = (paths: ReadonlyArray<string>): string =>
   `${paths.slice(0, SANDBOXED_NAMED).join(", ")}${paths.length > SANDBOXED_NAMED ? " and more" : ""}: the user's rules ` +
   `keep ${paths.length === 1 ? "it" : "them"} from commands (a file they deny reading reads as empty; one they deny changing is read-only). ` +
@@ -392,7 +414,12 @@ export const text =
     if (output.sandboxed !== undefined) lines.push(sandboxedLine(output.sandboxed))
     if (output.ruled !== undefined) lines.push(ruledLine(output.ruled))
     if (output.outOfMemory === true && output.signal !== "SIGKILL") lines.push(OUT_OF_MEMORY_LINE)
-    if (output.stores !== undefined) lines.push(storesLine(output.stores))
+    if (output.stores !== undefined) {
+      const login = loginFilesOf(output.stores, output.output)
+      const others = output.stores.filter((path) => !login.includes(path))
+      if (others.length > 0) lines.push(storesLine(others))
+      if (login.length > 0) lines.push(loginLine(login))
+    }
     if (output.exitCode !== 0 && CROSS_DEVICE.test(output.output)) lines.push(CROSS_DEVICE_LINE)
     if (GIT_CONFIG_KEPT.test(output.output)) {
       const branch = GIT_BRANCH_DONE.test(output.output) || (GIT_BRANCH_DELETED.test(output.output) && /Update of config-file failed/.test(output.output))

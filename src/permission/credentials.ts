@@ -8,6 +8,23 @@ export * as Credentials from "./credentials"
 import { join, resolve, sep } from "node:path"
 
 /**
+ * The files a shell runs as it starts or ends (bash's and zsh's, relative to the home): login files, among the
+ * secrets (STORES): a change would run outside any sandbox.
+ */
+export const STARTUP: ReadonlyArray<string> = [
+  ".bashrc",
+  ".bash_profile",
+  ".bash_login",
+  ".bash_logout",
+  ".profile",
+  ".zshrc",
+  ".zshenv",
+  ".zprofile",
+  ".zlogin",
+  ".zlogout",
+]
+
+/**
  * Secrets under the home, relative to it. The rest of the home is not granted to commands at all; this list is what
  * stays out wherever something else is (a toolchain root, a Location or approved directory holding the home, a
  * core.json grant of a directory holding one), and what the file tools refuse.
@@ -100,15 +117,7 @@ export const STORES: ReadonlyArray<string> = [
   ".config/keepassxc",
   // what the user's shell, session and desktop run at login (often exporting tokens too): a change would run
   // outside any sandbox
-  ".bashrc",
-  ".bash_profile",
-  ".bash_login",
-  ".bash_logout",
-  ".profile",
-  ".zshrc",
-  ".zshenv",
-  ".zprofile",
-  ".zlogin",
+  ...STARTUP,
   ".config/fish",
   ".pam_environment",
   ".xprofile",

@@ -91,13 +91,26 @@ describe("the sandbox on a developer's home", () => {
   test.skipIf(!LANDLOCK)(`a login shell (bash -lc) finds the toolchains on the command's PATH; a plain one's PATH stays as given${needs}`, async () => {
     const box = sandbox({ "core.json": ALLOW_ALL })
     writeFileSync(join(box.user.home, ".profile"), "export GITHUB_TOKEN=CORE-SECRET-profile\n")
-    const { run, output } = await bash(box, `bash -lc rustc-dev && bash -l -c 'command -v dev-tool' && bash -c 'printf %s "$PATH"'`)
+    const { run, output, text } = await bash(box, `bash -lc rustc-dev && bash -l -c 'command -v dev-tool' && bash -c 'printf %s "$PATH"'`)
     const lines = output.stdout.split("\n")
     expect(lines[0]).toBe("rust-stable")
     expect(lines[1]).toBe(join(box.user.home, ".local/bin/dev-tool"))
     expect(lines[2]).toBe(box.env.PATH)
     expect(output.exitCode).toBe(0)
     expect(leaked(box, all(run))).toEqual([])
+    // The shell's own start reached for ~/.profile, not the command: the model reads that, not that it tried a
+    // credential store and must not try another way.
+    expect(output.stderr).toContain(`bash: ${join(box.user.home, ".profile")}: Permission denied`)
+    expect(text).toContain(`${join(box.user.home, ".profile")}: the user's login file, which a login shell (bash -l) reads as it starts`)
+    expect(text).toContain("use bash -c rather than bash -lc")
+    expect(text).not.toContain("Do not try to read it another way")
+
+    // A program that reads one is told it reached a credential store.
+    write(box.location, { "read.sh": "cat ~/.profile\n" })
+    const read = await bash(box, "bash -lc 'sh read.sh'")
+    expect(read.text).toContain(`cat: ${join(box.user.home, ".profile")}: Permission denied`)
+    expect(read.text).toContain("in a credential store (keys, tokens, passwords)")
+    expect(leaked(box, all(read.run))).toEqual([])
   })
 
   test.skipIf(!LANDLOCK)(`plain commands read ~/.gitconfig and the toolchains' own files${needs}`, async () => {
@@ -169,6 +182,7 @@ describe("the sandbox on a developer's home", () => {
     write(home, {
       "core.json": ALLOW_ALL,
       ".bashrc": "export GITHUB_TOKEN=CORE-SECRET-bashrc\n",
+      ".zlogout": "clear\n",
       "project/a.txt": "one\n",
       "persist.sh": [
         // Code the user would run outside any sandbox: at login, through git, from PATH, from a poisoned cache.
@@ -178,6 +192,7 @@ describe("the sandbox on a developer's home", () => {
         "echo '[build]' > ~/.cargo/config.toml",
         "echo poisoned > ~/.cache/tool/data",
         "echo curl evil >> ~/.bashrc",
+        "echo curl evil >> ~/.zlogout",
         "cat ~/.bashrc",
         "echo two >> project/a.txt && echo project-ok",
       ].join("\n"),
@@ -191,6 +206,8 @@ describe("the sandbox on a developer's home", () => {
     expect(readFileSync(join(home, ".cargo/config.toml"), "utf8")).toBe("[build]\njobs = 2\n")
     expect(readFileSync(join(home, ".cache/tool/data"), "utf8")).toBe("cached\n")
     expect(readFileSync(join(home, ".bashrc"), "utf8")).toBe("export GITHUB_TOKEN=CORE-SECRET-bashrc\n")
+    // What zsh runs as the user's login shell ends, outside any sandbox.
+    expect(readFileSync(join(home, ".zlogout"), "utf8")).toBe("clear\n")
     expect(readFileSync(join(home, "project/a.txt"), "utf8")).toBe("one\ntwo\n")
   })
 
