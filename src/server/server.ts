@@ -4,7 +4,7 @@ export * as Server from "./server"
 // on `stop` shuts down gracefully: no new connections, running calls cancelled and recorded, event streams ended,
 // remaining connections closed, then the Locations and the store closed (by the Scope, in that order).
 
-import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs"
+import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
@@ -140,19 +140,6 @@ const held = (directory: string): { readonly at: (name: string) => string; reado
   return { at: (name) => `${base}/${name}`, close: () => closeSync(fd) }
 }
 
-/** The process's open-file limit (Bun raises the soft limit to the hard one at start); undefined where unknown. */
-export const openFileLimit = (): number | undefined => {
-  try {
-    const line = readFileSync("/proc/self/limits", "utf8")
-      .split("\n")
-      .find((entry) => entry.startsWith("Max open files"))
-    const limit = Number(line?.split(/\s+/)[3])
-    return Number.isFinite(limit) ? limit : undefined
-  } catch {
-    return undefined
-  }
-}
-
 /**
  * Bun's own body limit. Bun answers a declared length over it itself, with an empty 413, before the sidecar sees the
  * request; so it is set as high as Bun goes, and the sidecar refuses bodies over its own limit (Respond.MAX_BODY_BYTES)
@@ -226,7 +213,7 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
     catch: (cause) => listenError(options, cause),
   })
   yield* Effect.addFinalizer(() => Effect.promise(() => server.stop(true)))
-  const limit = openFileLimit()
+  const limit = Supervised.openFileLimit()
   guard = yield* Effect.try({
     try: () =>
       Guard.listen({

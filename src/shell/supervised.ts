@@ -37,68 +37,93 @@ export const START_TIMEOUT_MS = 30_000
  */
 export const MAX_STARTING = Math.max(1, availableParallelism() - 1)
 
-/**
- * The starts under way in this process; those waiting, by whose they are (a session's), and the order those take
- * their turns in: one after the other, a start each, so that one session's burst of commands does not hold another
- * session's first one behind all of it.
- */
-let starting = 0
-const waiting = new Map<string, Array<() => void>>()
-const rotation: Array<string> = []
+/** Descriptors of core's one running command holds at most: its supervisor's socket and pipes, its capture's (~14). */
+const DESCRIPTORS_PER_COMMAND = 16
 
-/** Grants the turns free now, to the owners waiting in rotation. */
-const grantTurns = () => {
-  while (starting < MAX_STARTING && rotation.length > 0) {
-    const owner = rotation.shift()!
-    const queue = waiting.get(owner)!
-    const grant = queue.shift()!
-    if (queue.length > 0) rotation.push(owner)
-    else waiting.delete(owner)
-    grant()
+/**
+ * Commands this process runs at once, at most: half its descriptors (its open-file limit, which Bun raises to the
+ * hard one at start), the other half left to its server's connections (which the server bounds itself), the store and
+ * MCP servers. Past it, a host's burst of calls across sessions waits its turn rather than failing (EMFILE) and
+ * taking the descriptors the server needs to answer anyone: 625 at the 20,000 of a common limit.
+ */
+export const MAX_RUNNING = Math.max(16, Math.floor((openFileLimit() ?? 1024) / 2 / DESCRIPTORS_PER_COMMAND))
+
+/** The process's open-file limit; undefined where unknown. */
+export function openFileLimit(): number | undefined {
+  try {
+    const line = readFileSync("/proc/self/limits", "utf8")
+      .split("\n")
+      .find((entry) => entry.startsWith("Max open files"))
+    const limit = Number(line?.split(/\s+/)[3])
+    return Number.isFinite(limit) ? limit : undefined
+  } catch {
+    return undefined
   }
 }
 
 /**
- * Waits for a turn to start a supervisor for `owner`; resolves with its release, or rejects once `signal` aborts
- * meanwhile.
+ * Turns at something of which at most `limit` are had at once, process-wide: those waiting, by whose they are (a
+ * session's), take them one owner after the other, a turn each, so that one session's burst of commands does not hold
+ * another session's first one behind all of it. A turn resolves with its release; waiting, it rejects once `signal`
+ * aborts (and takes no turn).
  */
-const admit = (signal: AbortSignal | undefined, owner: string): Promise<() => void> =>
-  new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason)
-    const grant = () => {
-      starting++
-      let released = false
-      resolve(() => {
-        if (released) return
-        released = true
-        starting--
-        grantTurns()
-      })
+const turns = (limit: number) => {
+  let held = 0
+  const waiting = new Map<string, Array<() => void>>()
+  const rotation: Array<string> = []
+  const grantFree = () => {
+    while (held < limit && rotation.length > 0) {
+      const owner = rotation.shift()!
+      const queue = waiting.get(owner)!
+      const grant = queue.shift()!
+      if (queue.length > 0) rotation.push(owner)
+      else waiting.delete(owner)
+      grant()
     }
-    if (starting < MAX_STARTING && rotation.length === 0) return grant()
-    const queue = waiting.get(owner)
-    if (queue === undefined) {
-      waiting.set(owner, [grant])
-      rotation.push(owner)
-    } else {
-      queue.push(grant)
-    }
-    signal?.addEventListener(
-      "abort",
-      () => {
-        const queued = waiting.get(owner)
-        const index = queued?.indexOf(grant) ?? -1
-        if (index === -1) return
-        queued!.splice(index, 1)
-        if (queued!.length === 0) {
-          waiting.delete(owner)
-          rotation.splice(rotation.indexOf(owner), 1)
-        }
-        reject(signal.reason)
-      },
-      { once: true },
-    )
-  })
+  }
+  return (signal: AbortSignal | undefined, owner: string): Promise<() => void> =>
+    new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason)
+      const grant = () => {
+        held++
+        let released = false
+        resolve(() => {
+          if (released) return
+          released = true
+          held--
+          grantFree()
+        })
+      }
+      if (held < limit && rotation.length === 0) return grant()
+      const queue = waiting.get(owner)
+      if (queue === undefined) {
+        waiting.set(owner, [grant])
+        rotation.push(owner)
+      } else {
+        queue.push(grant)
+      }
+      signal?.addEventListener(
+        "abort",
+        () => {
+          const queued = waiting.get(owner)
+          const index = queued?.indexOf(grant) ?? -1
+          if (index === -1) return
+          queued!.splice(index, 1)
+          if (queued!.length === 0) {
+            waiting.delete(owner)
+            rotation.splice(rotation.indexOf(owner), 1)
+          }
+          reject(signal.reason)
+        },
+        { once: true },
+      )
+    })
+}
+
+/** A turn to start a supervisor (MAX_STARTING at once). */
+const startTurn = turns(MAX_STARTING)
+/** A turn to run a command, from before its supervisor starts until it has ended (MAX_RUNNING at once). */
+const runTurn = turns(MAX_RUNNING)
 
 /** How core starts a supervisor: itself, as a launcher; from source, bun on the supervisor's file. */
 const launcher = (
@@ -353,9 +378,9 @@ export interface Pool {
   /** Starts `order` in a supervisor (a warm spare when there is one) at once. */
   readonly launch: (order: Order) => Run
   /**
-   * Starts `order` once its turn comes (at most MAX_STARTING supervisors start at once; a warm spare needs no turn):
-   * the owners waiting (`owner`, a session) take turns one start each. Aborting `signal` while it waits rejects and
-   * starts nothing; aborting it once started stops the run.
+   * Starts `order` once its turns come: at most MAX_RUNNING commands run at once, and at most MAX_STARTING
+   * supervisors start at once (a warm spare needs no start turn); the owners waiting (`owner`, a session) take turns
+   * one each. Aborting `signal` while it waits rejects and starts nothing; aborting it once started stops the run.
    */
   readonly start: (order: Order, signal?: AbortSignal, owner?: string) => Promise<Run>
 }
@@ -732,15 +757,24 @@ export const pool = (
     return Promise.all(wanted.map((sandboxed) => spareOf(sandboxed, true)?.ready)).then(() => {})
   }
   const start: Pool["start"] = async (order, signal, owner = "") => {
-    const release = spareOf(kindOf(order), false) !== undefined ? () => {} : await admit(signal, owner)
+    const ended = await runTurn(signal, owner)
+    let release: () => void
     let run: Run
+    try {
+      release = spareOf(kindOf(order), false) !== undefined ? () => {} : await startTurn(signal, owner)
+    } catch (cause) {
+      ended()
+      throw cause
+    }
     try {
       run = launch(order)
     } catch (cause) {
       release()
+      ended()
       throw cause
     }
     void run.started.then(release)
+    void run.ended.then(ended, ended)
     // Aborted after this resolved but before the caller took the run: nobody else would stop it.
     signal?.addEventListener("abort", () => run.stop(), { once: true })
     return run

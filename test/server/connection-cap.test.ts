@@ -12,6 +12,7 @@ import { describe, expect, test } from "bun:test"
 import { readdirSync } from "node:fs"
 import { join } from "node:path"
 import { Server } from "../../src/server/server"
+import { Supervised } from "../../src/shell/supervised"
 import { callBody, IMPORTS, sandbox, serve } from "./support"
 
 /** The server's open-file limit. */
@@ -61,7 +62,7 @@ const descriptorsReach = async (pid: number, count: number, ms: number) => {
 
 describe("connections held to the open-file limit", () => {
   test(`${HELD} connections with half a header, over an open-file limit of ${OPEN_FILES}: health answers, a call settles and the event stream lives on while they are held`, async () => {
-    const limit = Server.openFileLimit()!
+    const limit = Supervised.openFileLimit()!
     if (limit < HELD / HOLDERS.length + 100) throw new Error(`this test needs an open-file limit of ${HELD} (ulimit -n); it is ${limit}`)
     const box = sandbox({ "tools/echo.ts": ECHO })
     const server = await serve(box, [], {}, OPEN_FILES)

@@ -11,6 +11,7 @@ import { join } from "node:path"
 import { Deferred, Effect, Fiber } from "effect"
 import { Runtime } from "../../src/cli/runtime"
 import { Server } from "../../src/server/server"
+import { Supervised } from "../../src/shell/supervised"
 import { Latch } from "../support/latch"
 import { gateTool } from "../support/tools"
 import { callBody, client, EventReader, IMPORTS, inProcess, runs, sandbox } from "./support"
@@ -99,8 +100,8 @@ const holdConnections = (port: number, host: string, count: number) => {
 
 describe("connections held without the token", () => {
   test(`${HELD} held connections (silent, half a header, a trickling body): health answers, the deadline closes them all, the host's quiet call and stream live on`, async () => {
-    if (Server.openFileLimit()! < HELD + 1_000) {
-      throw new Error(`this test needs an open-file limit of ${HELD + 1_000} (ulimit -n); it is ${Server.openFileLimit()!}`)
+    if (Supervised.openFileLimit()! < HELD + 1_000) {
+      throw new Error(`this test needs an open-file limit of ${HELD + 1_000} (ulimit -n); it is ${Supervised.openFileLimit()!}`)
     }
     await using latch = Latch.open()
     const server = await listen({ "tools/gate.ts": GATE(latch) })
