@@ -712,7 +712,20 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
   /** Whether supervisors keep the guarded entries read-only with mounts (probed on first use). */
   const mounts = () => (mountable ??= options.namespaces !== false && Supervised.canMount())
   // Untraced on purpose: a span's captured stack costs more than everything else spawning `true` adds to Bun.spawn.
-  const run = Effect.fnUntraced(function* (request: Request) {
+  /**
+   * Runs `request` once it has its turn among the supervised commands of this process (Supervised.runTurn: at most
+   * half the open-file limit's worth at once, sessions taking turns), before anything of it is prepared or guarded;
+   * interruptible while it waits, when it starts nothing.
+   */
+  const run = (request: Request): Effect.Effect<Result, SpawnError> =>
+    supervisors === undefined || request.supervise === false
+      ? runNow(request)
+      : Effect.acquireUseRelease(
+          Effect.interruptible(Effect.promise((signal) => Supervised.runTurn(signal, request.owner ?? ""))),
+          () => runNow(request),
+          (release) => Effect.sync(release),
+        )
+  const runNow = Effect.fnUntraced(function* (request: Request) {
     if (request.sandbox !== undefined && sandbox.mode === "required" && !sandbox.active) {
       return yield* spawnError(request, "ENOSANDBOX", sandbox.notice!)
     }

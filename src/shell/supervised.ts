@@ -65,7 +65,8 @@ export function openFileLimit(): number | undefined {
  * Turns at something of which at most `limit` are had at once, process-wide: those waiting, by whose they are (a
  * session's), take them one owner after the other, a turn each, so that one session's burst of commands does not hold
  * another session's first one behind all of it. A turn resolves with its release; waiting, it rejects once `signal`
- * aborts (and takes no turn).
+ * aborts (and takes no turn). Aborted once granted, it is released: the caller gave up before it took the turn (an
+ * Effect's promise aborts only while it waits for it).
  */
 const turns = (limit: number) => {
   let held = 0
@@ -87,12 +88,14 @@ const turns = (limit: number) => {
       const grant = () => {
         held++
         let released = false
-        resolve(() => {
+        const release = () => {
           if (released) return
           released = true
           held--
           grantFree()
-        })
+        }
+        signal?.addEventListener("abort", release, { once: true })
+        resolve(release)
       }
       if (held < limit && rotation.length === 0) return grant()
       const queue = waiting.get(owner)
@@ -122,8 +125,12 @@ const turns = (limit: number) => {
 
 /** A turn to start a supervisor (MAX_STARTING at once). */
 const startTurn = turns(MAX_STARTING)
-/** A turn to run a command, from before its supervisor starts until it has ended (MAX_RUNNING at once). */
-const runTurn = turns(MAX_RUNNING)
+
+/**
+ * A turn to run a command (MAX_RUNNING at once), taken by `owner` (a session) before anything of the command is
+ * prepared and released once it has ended.
+ */
+export const runTurn = turns(MAX_RUNNING)
 
 /** How core starts a supervisor: itself, as a launcher; from source, bun on the supervisor's file. */
 const launcher = (
@@ -378,9 +385,9 @@ export interface Pool {
   /** Starts `order` in a supervisor (a warm spare when there is one) at once. */
   readonly launch: (order: Order) => Run
   /**
-   * Starts `order` once its turns come: at most MAX_RUNNING commands run at once, and at most MAX_STARTING
-   * supervisors start at once (a warm spare needs no start turn); the owners waiting (`owner`, a session) take turns
-   * one each. Aborting `signal` while it waits rejects and starts nothing; aborting it once started stops the run.
+   * Starts `order` once its turn comes (at most MAX_STARTING supervisors start at once; a warm spare needs no turn):
+   * the owners waiting (`owner`, a session) take turns one start each. Aborting `signal` while it waits rejects and
+   * starts nothing; aborting it once started stops the run.
    */
   readonly start: (order: Order, signal?: AbortSignal, owner?: string) => Promise<Run>
 }
@@ -757,24 +764,15 @@ export const pool = (
     return Promise.all(wanted.map((sandboxed) => spareOf(sandboxed, true)?.ready)).then(() => {})
   }
   const start: Pool["start"] = async (order, signal, owner = "") => {
-    const ended = await runTurn(signal, owner)
-    let release: () => void
+    const release = spareOf(kindOf(order), false) !== undefined ? () => {} : await startTurn(signal, owner)
     let run: Run
-    try {
-      release = spareOf(kindOf(order), false) !== undefined ? () => {} : await startTurn(signal, owner)
-    } catch (cause) {
-      ended()
-      throw cause
-    }
     try {
       run = launch(order)
     } catch (cause) {
       release()
-      ended()
       throw cause
     }
     void run.started.then(release)
-    void run.ended.then(ended, ended)
     // Aborted after this resolved but before the caller took the run: nobody else would stop it.
     signal?.addEventListener("abort", () => run.stop(), { once: true })
     return run
