@@ -765,6 +765,11 @@ export const pool = (
   }
   const start: Pool["start"] = async (order, signal, owner = "") => {
     const release = spareOf(kindOf(order), false) !== undefined ? () => {} : await startTurn(signal, owner)
+    // Given up as its turn came (the turn, released with the abort): nothing is started that nobody would stop.
+    if (signal?.aborted) {
+      release()
+      throw signal.reason
+    }
     let run: Run
     try {
       run = launch(order)

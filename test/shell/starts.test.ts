@@ -76,6 +76,30 @@ test.skipIf(!Supervised.launchable() || prlimit === null)(`past the commands cor
   expect(outcome).toEqual({ bound: 20, limit: 640, before: 20, last: true })
 }, 120_000)
 
+// A call cancelled right as its turn came (another start refused, and the caller's siblings interrupted with it)
+// went on to launch its command, which nobody then stopped: it ran to its end, outside every bound.
+test.skipIf(!Supervised.launchable())("a start given up as its turn comes starts nothing", async () => {
+  const directory = tempDir("core-starts-")
+  const pool = Supervised.pool(undefined)
+  const held = Array.from({ length: Supervised.MAX_STARTING }, (_, index) =>
+    pool.start(touch(join(directory, `first-${index}`)), new AbortController().signal, "session-a"),
+  )
+  const runs = await Promise.all(held)
+  const controller = new AbortController()
+  const late = join(directory, "late")
+  const waiting = pool.start(
+    { ...touch(late), argv: ["sh", "-c", `sleep 1; touch ${late}`] },
+    controller.signal,
+    "session-b",
+  )
+  // Right after the turn is granted (a first run's own callback on its start releases it), before the start goes on.
+  for (const run of runs) void run.started.then(() => controller.abort(new Error("cancelled as its turn came")))
+  await expect(waiting).rejects.toThrow("cancelled as its turn came")
+  await Promise.all(runs.map((run) => run.ended))
+  await Bun.sleep(1_500)
+  expect(existsSync(late)).toBe(false)
+}, 60_000)
+
 /** How many of this process's descriptors are ends of pipes. */
 const pipeEnds = () =>
   readdirSync("/proc/self/fd").filter((fd) => {
