@@ -57,9 +57,13 @@ const lockOf = (key: string, directory: string): number | undefined => {
   return open(join(locks, `${digest(key)}.lock`))
 }
 
-/** Takes `operation` on `fd`, trying again while another open file holds it; false where flock fails otherwise. */
-const take = async (fd: number, operation: number): Promise<boolean> => {
+/**
+ * Takes `operation` on `fd`, trying again while another open file holds it; false where flock fails otherwise. Stops
+ * trying once `signal` aborts, rejecting with its reason.
+ */
+const take = async (fd: number, operation: number, signal?: AbortSignal): Promise<boolean> => {
   for (let wait = FIRST_POLL_MS; ; wait = Math.min(LAST_POLL_MS, wait * 2)) {
+    if (signal?.aborted) throw signal.reason
     const code = Native.flock(fd, operation | Native.LOCK_NB)
     if (code !== Native.EWOULDBLOCK) return code === 0
     await new Promise((resolve) => setTimeout(resolve, wait))
@@ -68,19 +72,30 @@ const take = async (fd: number, operation: number): Promise<boolean> => {
 
 /**
  * Holds the locks of `keys` (the Locations a guarded command may reach, real paths) shared, once no load of them
- * is under way; answers how to let them go (once the command's guard has undone what it left).
+ * is under way; answers how to let them go (once the command's guard has undone what it left). Given up (`signal`
+ * aborts) while it waits, it holds none and rejects; aborted once it holds them, it lets them go: its caller gave up
+ * before it took them (an Effect's promise aborts only while it waits for it). Otherwise a cancelled command would
+ * hold its Location's lock, and every later load of the Location in any core wait, for as long as this process lived.
  */
-export const command = async (keys: ReadonlyArray<string>, directory: string = directoryOf()): Promise<() => void> => {
+export const command = async (keys: ReadonlyArray<string>, directory: string = directoryOf(), signal?: AbortSignal): Promise<() => void> => {
   const held: Array<number> = []
+  const letGo = () => {
+    for (const fd of held.splice(0)) closeSync(fd)
+  }
   for (const key of keys) {
     const lock = lockOf(key, directory)
     if (lock === undefined) continue
-    await take(lock, LOCK_SH)
+    try {
+      await take(lock, LOCK_SH, signal)
+    } catch (cause) {
+      closeSync(lock)
+      letGo()
+      throw cause
+    }
     held.push(lock)
   }
-  return () => {
-    for (const fd of held.splice(0)) closeSync(fd)
-  }
+  signal?.addEventListener("abort", letGo, { once: true })
+  return letGo
 }
 
 /** Holds `key`'s lock exclusive (reading its configuration: core.json, a tool or plugin file) once no command of it runs. */

@@ -756,8 +756,8 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
     // No core process loads the Locations' configuration from before the guard looks until it has undone what the
     // command left (LoadGate); a load under way is waited for.
     const letGo = guarding
-      ? yield* Effect.promise(() =>
-          LoadGate.command([request.sandbox!.location, ...(request.sandbox!.others ?? [])].map(Landlock.real), guardRecords),
+      ? yield* Effect.promise((signal) =>
+          LoadGate.command([request.sandbox!.location, ...(request.sandbox!.others ?? [])].map(Landlock.real), guardRecords, signal),
         )
       : undefined
     const guarded = guarding
