@@ -220,16 +220,21 @@ const storesLine = (paths: ReadonlyArray<string>): string =>
   "store (keys, tokens, passwords), which core's sandbox keeps from every command. Do not try to read it another " +
   "way; work without it, or tell the user what needs it."
 
+/** A login shell in a command line: `bash -l`, `bash -lc`, `bash --login`. */
+const LOGIN_SHELL = /(?:^|[\s;&|(`])(?:\S*\/)?bash\s+(?:-[A-Za-z]*l[A-Za-z]*|--login)(?=\s|$)/
+
 /**
- * The login files of `stores` that only bash, starting as a login shell (`bash -lc`), said it could not read: its
- * start, not the command, reached for them. One a program of the command named too (`cat ~/.profile`) is not.
+ * The login files of `stores` that only bash, starting as a login shell the line runs (`bash -lc`), said it could
+ * not read: its start, not the command, reached for them. One a program of the command named too (`cat ~/.profile`)
+ * is not, nor one where the line starts no login shell (`bash ~/.profile` runs it as a script).
  */
-const loginFilesOf = (stores: ReadonlyArray<string>, output: string): ReadonlyArray<string> => {
+const loginFilesOf = (stores: ReadonlyArray<string>, output: string, command: string): ReadonlyArray<string> => {
+  if (!LOGIN_SHELL.test(command)) return []
   const lines = output.split("\n")
   return stores.filter((path) => {
     if (!Credentials.STARTUP.includes(basename(path))) return false
     const naming = lines.filter((line) => line.includes(path))
-    const starting = (line: string) => line === `bash: ${path}: Permission denied` || line.endsWith(`/bash: ${path}: Permission denied`)
+    const starting = (line: string) => line === `bash: ${path}: Permission denied`
     return naming.length > 0 && naming.every(starting)
   })
 }
@@ -392,7 +397,7 @@ const withoutBinary = (output: string): string => {
 /** The model's view: the interleaved output, how it ended, what was killed, then any capture loss in plain words. */
 export const text =
   (limits: Shell.Limits) =>
-  (output: Output): string => {
+  (output: Output, command = ""): string => {
     const lines = [output.output === "" ? "(no output)" : withoutBinary(output.output).replace(/\n$/, ""), "", status(output, limits)]
     if (output.killed !== undefined) lines.push(killedLine(output.killed))
     const streams = [
@@ -415,7 +420,7 @@ export const text =
     if (output.ruled !== undefined) lines.push(ruledLine(output.ruled))
     if (output.outOfMemory === true && output.signal !== "SIGKILL") lines.push(OUT_OF_MEMORY_LINE)
     if (output.stores !== undefined) {
-      const login = loginFilesOf(output.stores, output.output)
+      const login = loginFilesOf(output.stores, output.output, command)
       const others = output.stores.filter((path) => !login.includes(path))
       if (others.length > 0) lines.push(storesLine(others))
       if (login.length > 0) lines.push(loginLine(login))
@@ -921,7 +926,7 @@ const makeTool = (services: Builtin.Services) => {
     output: Output,
     checksPermissions: true,
     annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
-    toModelOutput: ({ output }) => text(limits)(output),
+    toModelOutput: ({ input, output }) => text(limits)(output, input.command),
     execute: (input, context) =>
       Effect.gen(function* () {
         const command = input.command

@@ -714,14 +714,22 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
   // Untraced on purpose: a span's captured stack costs more than everything else spawning `true` adds to Bun.spawn.
   /**
    * Runs `request` once it has its turn among the supervised commands of this process (Supervised.runTurn: at most
-   * half the open-file limit's worth at once, sessions taking turns), before anything of it is prepared or guarded;
-   * interruptible while it waits, when it starts nothing.
+   * half the open-file limit's worth at once, sessions taking turns), before anything of it is prepared or guarded.
+   * One that must wait first lets the next call be prepared (Preparing.done); it is interruptible while it waits,
+   * when it starts nothing.
    */
   const run = (request: Request): Effect.Effect<Result, SpawnError> =>
     supervisors === undefined || request.supervise === false
       ? runNow(request)
       : Effect.acquireUseRelease(
-          Effect.interruptible(Effect.promise((signal) => Supervised.runTurn(signal, request.owner ?? ""))),
+          Effect.suspend(() => {
+            const now = Supervised.runTurn.now()
+            if (now !== undefined) return Effect.succeed(now)
+            return Effect.andThen(
+              Preparing.done,
+              Effect.interruptible(Effect.promise((signal) => Supervised.runTurn.take(signal, request.owner ?? ""))),
+            )
+          }),
           () => runNow(request),
           (release) => Effect.sync(release),
         )

@@ -82,18 +82,24 @@ const turns = (limit: number) => {
       grant()
     }
   }
-  return (signal: AbortSignal | undefined, owner: string): Promise<() => void> =>
+  /** A turn had now, with its release. */
+  const had = (): (() => void) => {
+    held++
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      held--
+      grantFree()
+    }
+  }
+  /** A turn now, where one is free and nobody waits for one; undefined otherwise. */
+  const now = (): (() => void) | undefined => (held < limit && rotation.length === 0 ? had() : undefined)
+  const take = (signal: AbortSignal | undefined, owner: string): Promise<() => void> =>
     new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason)
       const grant = () => {
-        held++
-        let released = false
-        const release = () => {
-          if (released) return
-          released = true
-          held--
-          grantFree()
-        }
+        const release = had()
         signal?.addEventListener("abort", release, { once: true })
         resolve(release)
       }
@@ -121,14 +127,15 @@ const turns = (limit: number) => {
         { once: true },
       )
     })
+  return { now, take }
 }
 
 /** A turn to start a supervisor (MAX_STARTING at once). */
-const startTurn = turns(MAX_STARTING)
+const startTurn = turns(MAX_STARTING).take
 
 /**
  * A turn to run a command (MAX_RUNNING at once), taken by `owner` (a session) before anything of the command is
- * prepared and released once it has ended.
+ * prepared and released once it has ended: `now` where one is free, else `take` to wait for one.
  */
 export const runTurn = turns(MAX_RUNNING)
 

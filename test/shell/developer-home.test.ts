@@ -105,12 +105,16 @@ describe("the sandbox on a developer's home", () => {
     expect(text).toContain("use bash -c rather than bash -lc")
     expect(text).not.toContain("Do not try to read it another way")
 
-    // A program that reads one is told it reached a credential store.
-    write(box.location, { "read.sh": "cat ~/.profile\n" })
-    const read = await bash(box, "bash -lc 'sh read.sh'")
-    expect(read.text).toContain(`cat: ${join(box.user.home, ".profile")}: Permission denied`)
-    expect(read.text).toContain("in a credential store (keys, tokens, passwords)")
-    expect(leaked(box, all(read.run))).toEqual([])
+    // A program that reads one is told it reached a credential store; so is bash running one as a script, which
+    // prints what a login shell's start does.
+    write(box.location, { "read.sh": "cat ~/.profile\n", "run.sh": "bash ~/.profile\n" })
+    for (const command of ["bash -lc 'sh read.sh'", "sh run.sh"]) {
+      const read = await bash(box, command)
+      expect(read.text).toContain(`: ${join(box.user.home, ".profile")}: Permission denied`)
+      expect(read.text).toContain("in a credential store (keys, tokens, passwords)")
+      expect(read.text).not.toContain("the user's login file")
+      expect(leaked(box, all(read.run))).toEqual([])
+    }
   })
 
   test.skipIf(!LANDLOCK)(`plain commands read ~/.gitconfig and the toolchains' own files${needs}`, async () => {
