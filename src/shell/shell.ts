@@ -149,9 +149,9 @@ export interface Request {
   /** Takes stdout chunk by chunk instead of capturing it (a chunk is valid only during the call). */
   readonly onStdout?: (chunk: Uint8Array) => void
   /**
-   * Whose command it is (a session): the supervisors waiting to start take turns by owner, one start each, so one
-   * owner's burst does not hold another's first command behind it. Without one, the command waits with the others
-   * that have none.
+   * Whose command it is (a session): commands waiting to run (Supervised.runTurn) and supervisors waiting to start
+   * take turns by owner, one each, so one owner's burst does not hold another's first command behind it. Without
+   * one, the command waits with the others that have none.
    */
   readonly owner?: string
 }
@@ -711,7 +711,6 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
   let mountable: boolean | undefined
   /** Whether supervisors keep the guarded entries read-only with mounts (probed on first use). */
   const mounts = () => (mountable ??= options.namespaces !== false && Supervised.canMount())
-  // Untraced on purpose: a span's captured stack costs more than everything else spawning `true` adds to Bun.spawn.
   /**
    * Runs `request` once it has its turn among the supervised commands of this process (Supervised.runTurn: at most
    * half the open-file limit's worth at once, sessions taking turns), before anything of it is prepared or guarded.
@@ -733,6 +732,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
           () => runNow(request),
           (release) => Effect.sync(release),
         )
+  // Untraced on purpose: a span's captured stack costs more than everything else spawning `true` adds to Bun.spawn.
   const runNow = Effect.fnUntraced(function* (request: Request) {
     if (request.sandbox !== undefined && sandbox.mode === "required" && !sandbox.active) {
       return yield* spawnError(request, "ENOSANDBOX", sandbox.notice!)
