@@ -291,10 +291,12 @@ const GIT_BRANCH_LINE =
   "copied or deleted as git said (a rename still exits 128), and only its settings there (the upstream it tracks, if " +
   "any) were left as they were. Do not run it again; if it tracked an upstream, ask the user to set it."
 
+/** What to do when the system ran out of memory as a command ran. */
+const LESS_MEMORY = "Use less memory at once (a smaller input, fewer jobs in parallel, streaming rather than loading it whole)."
+
 /** What a command whose process (not the command itself) the OOM killer ended is told. */
 const OUT_OF_MEMORY_LINE =
-  "The system ran out of memory while the command ran, and the kernel ended a process (a \"Killed\" above is one). " +
-  "Use less memory at once (a smaller input, fewer jobs in parallel, streaming rather than loading it whole)."
+  `The system ran out of memory while the command ran, and the kernel ended a process (a "Killed" above is one). ${LESS_MEMORY}`
 
 const killedLine = (killed: NonNullable<Output["killed"]>): string =>
   `Killed ${killed.length} process${killed.length === 1 ? "" : "es"} still running: ${Shell.named(killed)}`
@@ -309,10 +311,7 @@ const status = (output: Output, limits: Shell.Limits): string => {
           "command print progress or split the work."
   }
   if (output.outOfMemory === true && output.signal === "SIGKILL") {
-    return (
-      "Killed by SIGKILL: the system ran out of memory, and the kernel ended the command's largest process. Use less " +
-      "memory at once (a smaller input, fewer jobs in parallel, streaming rather than loading it whole)."
-    )
+    return `Killed by SIGKILL: the system ran out of memory, and the kernel ended the command's largest process. ${LESS_MEMORY}`
   }
   if (output.signal !== null) return `Killed by ${output.signal}`
   if (output.exitCode === 127) return "Exit code 127 (command not found)"

@@ -37,19 +37,8 @@ export const START_TIMEOUT_MS = 30_000
  */
 export const MAX_STARTING = Math.max(1, availableParallelism() - 1)
 
-/** Descriptors of core's one running command holds at most: its supervisor's socket and pipes, its capture's (~14). */
-const DESCRIPTORS_PER_COMMAND = 16
-
-/**
- * Commands this process runs at once, at most: half its descriptors (its open-file limit, which Bun raises to the
- * hard one at start), the other half left to its server's connections (which the server bounds itself), the store and
- * MCP servers. Past it, a host's burst of calls across sessions waits its turn rather than failing (EMFILE) and
- * taking the descriptors the server needs to answer anyone: 625 at the 20,000 of a common limit.
- */
-export const MAX_RUNNING = Math.max(16, Math.floor((openFileLimit() ?? 1024) / 2 / DESCRIPTORS_PER_COMMAND))
-
 /** The process's open-file limit; undefined where unknown. */
-export function openFileLimit(): number | undefined {
+export const openFileLimit = (): number | undefined => {
   try {
     const line = readFileSync("/proc/self/limits", "utf8")
       .split("\n")
@@ -60,6 +49,17 @@ export function openFileLimit(): number | undefined {
     return undefined
   }
 }
+
+/** Descriptors of core's one running command holds at most: its supervisor's socket and pipes, its capture's (~14). */
+const DESCRIPTORS_PER_COMMAND = 16
+
+/**
+ * Commands this process runs at once, at most: half its descriptors (its open-file limit, which Bun raises to the
+ * hard one at start), the other half left to its server's connections (which the server bounds itself), the store and
+ * MCP servers. Past it, a host's burst of calls across sessions waits its turn rather than failing (EMFILE) and
+ * taking the descriptors the server needs to answer anyone: 625 at the 20,000 of a common limit.
+ */
+export const MAX_RUNNING = Math.max(16, Math.floor((openFileLimit() ?? 1024) / 2 / DESCRIPTORS_PER_COMMAND))
 
 /**
  * Turns at something of which at most `limit` are had at once, process-wide: those waiting, by whose they are (a
@@ -93,8 +93,10 @@ const turns = (limit: number) => {
       grantFree()
     }
   }
-  /** A turn now, where one is free and nobody waits for one; undefined otherwise. */
-  const now = (): (() => void) | undefined => (held < limit && rotation.length === 0 ? had() : undefined)
+  /** Whether a turn is free and nobody waits for one. */
+  const free = () => held < limit && rotation.length === 0
+  /** A turn now, where one is free; undefined otherwise. */
+  const now = (): (() => void) | undefined => (free() ? had() : undefined)
   const take = (signal: AbortSignal | undefined, owner: string): Promise<() => void> =>
     new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason)
@@ -103,7 +105,7 @@ const turns = (limit: number) => {
         signal?.addEventListener("abort", release, { once: true })
         resolve(release)
       }
-      if (held < limit && rotation.length === 0) return grant()
+      if (free()) return grant()
       const queue = waiting.get(owner)
       if (queue === undefined) {
         waiting.set(owner, [grant])
