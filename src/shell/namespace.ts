@@ -8,7 +8,8 @@ export * as Namespace from "./namespace"
 // gives the supervisor that capability there alone (as ambient, which its starter inherits).
 // Bun cannot enter a user namespace itself: the kernel allows that only to a process with a single thread.
 
-import { existsSync, readdirSync, statSync } from "node:fs"
+import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs"
+import { release } from "node:os"
 import { join } from "node:path"
 import { Credentials } from "../permission/credentials"
 import { Landlock } from "./landlock"
@@ -210,6 +211,36 @@ export const ownProc = (way: Way): string | undefined => {
   if (privately !== 0) return `making the mounts private failed (errno ${privately})`
   const mounted = Native.mount("proc", "/proc", Native.MS_NOSUID | Native.MS_NODEV | Native.MS_NOEXEC, "proc")
   return mounted === 0 ? undefined : `mounting /proc failed (errno ${mounted})`
+}
+
+/**
+ * Whether the kernel of `release` (os.release()) keeps `kernel.pid_max` for each PID namespace apart (Linux 6.14 and
+ * later). Before, the sysctl is the whole machine's: written from a command's namespace, it would bound every
+ * process of the machine.
+ */
+export const pidMaxPerNamespace = (release: string): boolean => {
+  const [major, minor] = (/^(\d+)\.(\d+)/.exec(release) ?? []).slice(1).map(Number)
+  if (major === undefined || minor === undefined) return false
+  return major > 6 || (major === 6 && minor >= 14)
+}
+
+/**
+ * Bounds the processes and threads of the PID namespace this process is the first process of (a command's
+ * supervisor, as root) to `count` at once: its `kernel.pid_max` is set to `count + 1`, and the kernel allocates
+ * the namespace's pids below it, so a fork past them fails with EAGAIN (a fork bomb stops there). The kernel does
+ * not apply RLIMIT_NPROC to root; this bound it applies to every process of the namespace, root's too, and one
+ * without CAP_SYS_ADMIN over the namespace (a sandboxed command: ./capabilities) cannot raise it. Answers undefined,
+ * or why it could not (a kernel before 6.14, /proc/sys read-only): the command then runs unbounded, as before.
+ */
+export const boundProcesses = (count: number): string | undefined => {
+  if (process.pid !== 1) return "this process is not the first process of a PID namespace of its own"
+  if (!pidMaxPerNamespace(release())) return `the kernel (${release()}) keeps one kernel.pid_max for the whole machine`
+  try {
+    writeFileSync("/proc/sys/kernel/pid_max", String(count + 1))
+    return undefined
+  } catch (cause) {
+    return `writing kernel.pid_max failed: ${cause instanceof Error ? cause.message : String(cause)}`
+  }
 }
 
 /** Paths the command must read nothing of (./covered): files, and directories covered whole. */

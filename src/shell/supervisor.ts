@@ -489,6 +489,9 @@ const harden = (parent: number, pid: boolean, way: Namespace.Way, deny: Readonly
   // Its command then sees only the namespace's processes: where this cannot be mounted, it sees the host's /proc
   // (its pids still the namespace's, and everything still ending with the supervisor).
   if (inNamespace) Namespace.ownProc(way)
+  // And has at most as many processes and threads as a non-root core's command (which RLIMIT_NPROC bounds, a limit
+  // the kernel does not apply to root): where the kernel cannot bound the namespace, it runs unbounded.
+  if (inNamespace) Namespace.boundProcesses(Starter.PROCESSES)
   Native.prctl(Native.PR_SET_CHILD_SUBREAPER, 1)
   Native.prctl(Native.PR_SET_NO_NEW_PRIVS, 1)
   // Should the machine run out of memory, the kernel ends a command (which inherits this) before core or anything

@@ -1,0 +1,77 @@
+// A sandboxed command of core run by root: the kernel does not apply RLIMIT_NPROC to root, so its processes are
+// bounded through its PID namespace instead (Namespace.boundProcesses: the namespace's own kernel.pid_max, Linux
+// 6.14 and later). A fork bomb stops there; the command cannot raise the bound; the machine's own pid_max is never
+// touched. Real supervisors, real processes.
+
+import { describe, expect, test } from "bun:test"
+import { readFileSync } from "node:fs"
+import { release } from "node:os"
+import { Effect } from "effect"
+import { Landlock } from "../../src/shell/landlock"
+import { Namespace } from "../../src/shell/namespace"
+import { Native } from "../../src/shell/native"
+import { Shell } from "../../src/shell/shell"
+import { Starter } from "../../src/shell/starter"
+import { tempDir } from "../support/temp"
+import { named } from "./processes"
+
+const shell = Shell.make({}, { records: tempDir("core-runs-") })
+const hostPidMax = () => readFileSync("/proc/sys/kernel/pid_max", "latin1").trim()
+
+const runnable =
+  process.getuid?.() === 0 && Native.capable(Native.CAP_SYS_ADMIN) && Landlock.abi() > 0 && Namespace.pidMaxPerNamespace(release())
+const skipped = runnable ? "" : " (SKIPPED: needs root with CAP_SYS_ADMIN, Landlock and Linux 6.14 or later)"
+
+const sandboxed = (command: string) => {
+  const cwd = tempDir("core-root-processes-")
+  return Effect.runPromise(shell.run({ argv: ["bash", "-c", command], cwd, sandbox: { location: cwd, approved: [] } }))
+}
+
+describe("which kernels keep kernel.pid_max for each PID namespace", () => {
+  test("6.14 and later only; anything unreadable is taken for one that does not", () => {
+    const cases = ["6.14.0", "6.14.0-rc1", "6.18.44-fc-v1272", "7.0.1", "10.2.0", "6.13.12", "5.14.0-427.vz9", "4.19.0", "", "six"]
+    expect(cases.map((text) => [text, Namespace.pidMaxPerNamespace(text)])).toEqual([
+      ["6.14.0", true],
+      ["6.14.0-rc1", true],
+      ["6.18.44-fc-v1272", true],
+      ["7.0.1", true],
+      ["10.2.0", true],
+      ["6.13.12", false],
+      ["5.14.0-427.vz9", false],
+      ["4.19.0", false],
+      ["", false],
+      ["six", false],
+    ])
+  })
+
+  test("a process that is not the first of a PID namespace of its own never writes it", () => {
+    const before = hostPidMax()
+    expect(Namespace.boundProcesses(Starter.PROCESSES)).toBe("this process is not the first process of a PID namespace of its own")
+    expect(hostPidMax()).toBe(before)
+  })
+})
+
+describe(`a sandboxed command of root${skipped}`, () => {
+  test.skipIf(!runnable)("its processes are bounded (a fork bomb stops there), it cannot raise the bound, and the machine's is untouched", async () => {
+    const before = hostPidMax()
+    const tag = `core-bomb-${crypto.randomUUID().slice(0, 8)}`
+    const result = await sandboxed(
+      `cat /proc/sys/kernel/pid_max; (echo 4194304 > /proc/sys/kernel/pid_max) 2>/dev/null; echo "raise $?"
+       perl -e 'my $n = 0; while ($n < ${Starter.PROCESSES + 500}) { my $p = fork; last unless defined $p; if ($p == 0) { $0 = "${tag}"; sleep 60; exit } $n++ } print "forked $n\\n"'`,
+    )
+    const [bound, raised, forked] = result.stdout.text.trim().split("\n")
+    expect([bound, raised]).toEqual([`${Starter.PROCESSES + 1}`, "raise 1"])
+    // The supervisor's threads, the shell and perl count too.
+    const count = Number(/^forked (\d+)$/.exec(forked ?? "")?.[1])
+    expect(count).toBeLessThan(Starter.PROCESSES)
+    expect(count).toBeGreaterThan(Starter.PROCESSES - 200)
+    // The supervisor (Bun) is in the namespace too: when a thread it needs cannot start while the namespace is
+    // full, it aborts, and the kernel ends everything in the namespace with it. Then core reports the command
+    // killed, not its exit code.
+    expect(result.exitCode === 0 || (result.exitCode === null && result.signal === "SIGKILL")).toBe(true)
+    expect(result.survivors).toEqual([])
+    // Everything it forked ended with the call.
+    expect(named(tag)).toEqual([])
+    expect(hostPidMax()).toBe(before)
+  }, 120_000)
+})
