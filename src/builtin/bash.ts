@@ -21,6 +21,7 @@ import { Refusal } from "../tool/refusal"
 import { CommandLine } from "../shell/command-line"
 import { CommandChecks } from "../shell/command-checks"
 import { Shell } from "../shell/shell"
+import { Starter } from "../shell/starter"
 import { WorkTree } from "../shell/work-tree"
 import { Turn } from "../settlement/turn"
 import * as Internal from "../tool/internal"
@@ -75,6 +76,13 @@ export const Output = Schema.Struct({
   outOfMemory: Schema.optionalKey(
     Schema.Literal(true).annotate({
       description: "Set when the kernel's OOM killer ended a process while the command ran: the system ran out of memory",
+    }),
+  ),
+  supervisorCrashed: Schema.optionalKey(
+    Schema.String.annotate({
+      description:
+        "The signal the command's supervisor crashed with, where everything the command started ended with it (most " +
+        "likely the command filled its bound of processes and threads)",
     }),
   ),
   timedOut: Schema.Boolean,
@@ -189,6 +197,7 @@ const outputOf = (result: Shell.Result): Output => {
     exitCode: result.exitCode,
     signal: result.signal,
     ...(result.outOfMemory === true ? { outOfMemory: true as const } : {}),
+    ...(result.supervisorCrashed === undefined ? {} : { supervisorCrashed: result.supervisorCrashed }),
     timedOut: result.timedOut !== undefined,
     ...(result.timedOut === undefined ? {} : { timeout: result.timedOut }),
     stdout: stdout.text,
@@ -312,6 +321,13 @@ const status = (output: Output, limits: Shell.Limits): string => {
   }
   if (output.outOfMemory === true && output.signal === "SIGKILL") {
     return `Killed by SIGKILL: the system ran out of memory, and the kernel ended the command's largest process. ${LESS_MEMORY}`
+  }
+  if (output.supervisorCrashed !== undefined) {
+    return (
+      `Killed by SIGKILL: core's supervisor of the command stopped (${output.supervisorCrashed}), and every process ` +
+      `the command started was ended with it, most likely because the command filled its bound of ` +
+      `${count(Starter.PROCESSES)} processes and threads. Start fewer at once; its exit code is not known.`
+    )
   }
   if (output.signal !== null) return `Killed by ${output.signal}`
   if (output.exitCode === 127) return "Exit code 127 (command not found)"

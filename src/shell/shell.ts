@@ -189,6 +189,11 @@ export interface Result {
    * started, or, rarely, another's): the system ran out of memory, most likely because of what the command used.
    */
   readonly outOfMemory?: true
+  /**
+   * The signal a crash of the command's supervisor ended it with (SIGILL, SIGABRT, SIGSEGV ...), where the command
+   * had a PID namespace of its own: everything in it ended with the supervisor, the command reported killed.
+   */
+  readonly supervisorCrashed?: string
   readonly stdout: Capture.Captured
   readonly stderr: Capture.Captured
   /** Both streams interleaved in arrival order, bounded and reported like each stream. */
@@ -274,12 +279,16 @@ interface Running {
 interface Ending {
   readonly exitCode: number | null
   readonly signal: string | null
+  readonly supervisorCrashed?: string
   readonly killed: ReadonlyArray<Killed>
   readonly survivors: ReadonlyArray<number>
   readonly undone: Guard.Undone
 }
 
 const NOTHING_UNDONE: Guard.Undone = { paths: [], keptIn: undefined }
+
+/** The signals a process ends with when it crashes, rather than when something ends it. */
+const CRASHES = new Set(["SIGILL", "SIGABRT", "SIGSEGV", "SIGBUS", "SIGTRAP", "SIGFPE", "SIGSYS"])
 
 /** A started process, however it is watched over (by a supervisor, or as a bare process group). */
 interface Handle {
@@ -410,9 +419,13 @@ const spawnSupervised = (
                 // the group is gone
               }
             }
+            // Not killed from outside but crashed (a Bun supervisor aborts when it cannot start a thread it needs,
+            // as in a namespace its command filled up to the bound of its processes): said, as the model can act on it.
+            const crash = run.signal()
             return {
               exitCode: null,
               signal: "SIGKILL",
+              ...(started.pidNamespace && crash !== null && CRASHES.has(crash) ? { supervisorCrashed: crash } : {}),
               killed: killed.map((pid) => ({ pid, name: "?" })),
               survivors: [],
               undone: undo(),
@@ -549,6 +562,7 @@ const start = (
       signal: ending.signal,
       timedOut,
       ...(oomAfter !== undefined && oomAfter > oomBefore! ? { outOfMemory: true as const } : {}),
+      ...(ending.supervisorCrashed === undefined ? {} : { supervisorCrashed: ending.supervisorCrashed }),
       stdout: stdout.finish(),
       stderr: stderr.finish(),
       output: output.finish(),

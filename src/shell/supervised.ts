@@ -228,6 +228,8 @@ export interface Run {
   /** Ends the command and every descendant: SIGTERM, then SIGKILL after the grace period. */
   readonly stop: () => void
   readonly marker: string
+  /** The signal that ended the supervisor, once it has exited (null: it exited, or it runs). */
+  readonly signal: () => string | null
 }
 
 interface Spare {
@@ -589,6 +591,7 @@ const runIn = (
     started,
     ended,
     marker,
+    signal: () => (typeof child.signalCode === "string" ? child.signalCode : null),
     stop: () => {
       stopping = true
       try {

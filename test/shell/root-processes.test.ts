@@ -7,6 +7,7 @@ import { describe, expect, test } from "bun:test"
 import { readFileSync } from "node:fs"
 import { release } from "node:os"
 import { Effect } from "effect"
+import { Bash } from "../../src/builtin/bash"
 import { Landlock } from "../../src/shell/landlock"
 import { Namespace } from "../../src/shell/namespace"
 import { Native } from "../../src/shell/native"
@@ -67,11 +68,54 @@ describe(`a sandboxed command of root${skipped}`, () => {
     expect(count).toBeGreaterThan(Starter.PROCESSES - 200)
     // The supervisor (Bun) is in the namespace too: when a thread it needs cannot start while the namespace is
     // full, it aborts, and the kernel ends everything in the namespace with it. Then core reports the command
-    // killed, not its exit code.
-    expect(result.exitCode === 0 || (result.exitCode === null && result.signal === "SIGKILL")).toBe(true)
+    // killed by its supervisor's crash, not its exit code.
+    const crashed = result.exitCode === null && result.signal === "SIGKILL" && result.supervisorCrashed !== undefined
+    expect(result.exitCode === 0 || crashed).toBe(true)
     expect(result.survivors).toEqual([])
     // Everything it forked ended with the call.
     expect(named(tag)).toEqual([])
     expect(hostPidMax()).toBe(before)
+  }, 120_000)
+
+  test.skipIf(!runnable)("a supervisor that crashes: the call says so and what to do; one killed from outside does not", async () => {
+    for (const [sent, crashed] of [["SIGSEGV", true], ["SIGABRT", true], ["SIGKILL", false]] as const) {
+      const tag = `core-crash-${crypto.randomUUID().slice(0, 8)}`
+      const running = sandboxed(`exec -a ${tag} sleep 30`)
+      let found: Array<string> = []
+      for (let tries = 0; tries < 250 && found.length === 0; tries++) {
+        await Bun.sleep(20)
+        found = named(tag)
+      }
+      expect(found.length).toBe(1)
+      // The command's parent, as the host numbers it: its supervisor.
+      const supervisor = Number(/^PPid:\s+(\d+)$/m.exec(readFileSync(`/proc/${found[0]}/status`, "latin1"))?.[1])
+      expect(readFileSync(`/proc/${supervisor}/cmdline`, "latin1")).toContain("__supervise")
+      process.kill(supervisor, sent)
+      const result = await running
+      expect({ sent, exitCode: result.exitCode, signal: result.signal }).toEqual({ sent, exitCode: null, signal: "SIGKILL" })
+      // The command ended with its namespace.
+      expect(named(tag)).toEqual([])
+      if (!crashed) {
+        expect(result.supervisorCrashed).toBeUndefined()
+        continue
+      }
+      expect(["SIGSEGV", "SIGABRT", "SIGILL", "SIGTRAP", "SIGBUS"]).toContain(result.supervisorCrashed!)
+      const output: Bash.Output = {
+        exitCode: null,
+        signal: "SIGKILL",
+        supervisorCrashed: result.supervisorCrashed!,
+        timedOut: false,
+        stdout: "",
+        stderr: "",
+        output: "",
+        capture: { stdout: { bytes: 0, kept: 0, complete: true }, stderr: { bytes: 0, kept: 0, complete: true }, output: { bytes: 0, kept: 0, complete: true } },
+        durationMs: result.durationMs,
+      }
+      expect(Bash.text(Shell.limits())(output)).toBe(
+        `(no output)\n\nKilled by SIGKILL: core's supervisor of the command stopped (${result.supervisorCrashed}), and every process ` +
+          `the command started was ended with it, most likely because the command filled its bound of 4,096 processes and ` +
+          "threads. Start fewer at once; its exit code is not known.",
+      )
+    }
   }, 120_000)
 })
