@@ -228,9 +228,12 @@ export const pidMaxPerNamespace = (release: string): boolean => {
  * Bounds the processes and threads of the PID namespace this process is the first process of (a command's
  * supervisor, as root) to `count` at once: its `kernel.pid_max` is set to `count + 1`, and the kernel allocates
  * the namespace's pids below it, so a fork past them fails with EAGAIN (a fork bomb stops there). The kernel does
- * not apply RLIMIT_NPROC to root; this bound it applies to every process of the namespace, root's too, and one
- * without CAP_SYS_ADMIN over the namespace (a sandboxed command: ./capabilities) cannot raise it. Answers undefined,
- * or why it could not (a kernel before 6.14, /proc/sys read-only): the command then runs unbounded, as before.
+ * not apply RLIMIT_NPROC to root; this bound it applies to every process of the namespace, root's too. The kernel
+ * lets root of the namespace write it back, capabilities or not: what keeps a sandboxed command from it is its
+ * /proc, read-only as every mount but the places it may write (Starter `apply`), and Landlock, which grants it no
+ * write there. Per command: commands running at once each have their own. Answers undefined, or why it could not
+ * (a kernel before 6.14, /proc/sys read-only, a machine whose least pid_max is above it: 8 per possible CPU): the
+ * command then runs unbounded, as before.
  */
 export const boundProcesses = (count: number): string | undefined => {
   if (process.pid !== 1) return "this process is not the first process of a PID namespace of its own"
