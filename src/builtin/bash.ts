@@ -22,6 +22,7 @@ import { CommandLine } from "../shell/command-line"
 import { CommandChecks } from "../shell/command-checks"
 import { Shell } from "../shell/shell"
 import { Starter } from "../shell/starter"
+import { Supervised } from "../shell/supervised"
 import { WorkTree } from "../shell/work-tree"
 import { Turn } from "../settlement/turn"
 import * as Internal from "../tool/internal"
@@ -985,6 +986,11 @@ const makeTool = (services: Builtin.Services) => {
             cwd: workdir.real,
             env: environment(),
             owner: context.sessionID,
+            onWait: context.progress({
+              message:
+                `Waiting to start: ${Builtin.count(Supervised.MAX_RUNNING)} commands are running in this core, the most it ` +
+                "runs at once (half its open-file limit); this one starts when one of them ends.",
+            }),
             sandbox: {
               location: directory,
               approved: approved(directory, needs),

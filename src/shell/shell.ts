@@ -154,6 +154,11 @@ export interface Request {
    * one, the command waits with the others that have none.
    */
   readonly owner?: string
+  /**
+   * Run once, when the command must wait for its turn among the commands this process runs at once (nothing is
+   * started meanwhile): to say so (a call's progress), since nothing else shows it waiting.
+   */
+  readonly onWait?: Effect.Effect<void>
 }
 
 /** A process the run ended because it was still running when the run ended. */
@@ -738,9 +743,9 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
           Effect.suspend(() => {
             const now = Supervised.runTurn.now()
             if (now !== undefined) return Effect.succeed(now)
-            return Effect.andThen(
-              Preparing.done,
-              Effect.interruptible(Effect.promise((signal) => Supervised.runTurn.take(signal, request.owner ?? ""))),
+            return Preparing.done.pipe(
+              Effect.andThen(request.onWait ?? Effect.void),
+              Effect.andThen(Effect.interruptible(Effect.promise((signal) => Supervised.runTurn.take(signal, request.owner ?? "")))),
             )
           }),
           () => runNow(request),

@@ -8,6 +8,7 @@ import { join } from "node:path"
 import { Covered } from "../../src/shell/covered"
 import { Native } from "../../src/shell/native"
 import { Repositories } from "../../src/shell/repositories"
+import { Supervised } from "../../src/shell/supervised"
 import { harness, textOf } from "../support/builtin"
 import { tempDir } from "../support/temp"
 import { aliveIn, pidsIn } from "../shell/processes"
@@ -209,6 +210,22 @@ describe("bash results", () => {
     const outcome = await harness().settle("bash", { command: "echo one; sleep 0.5; echo two" })
     expect(outcome.progress[0]).toMatchObject({ message: "one", metadata: { tail: "one\n", bytes: 4 } })
     expect(outcome.progress.at(-1)?.message).toBe("two")
+  })
+
+  // Past the commands this core runs at once, a command waits for one to end; nothing showed the call waiting.
+  test("a command waiting for its turn among the commands core runs says so in its progress, then runs", async () => {
+    const held: Array<() => void> = []
+    for (let turn = Supervised.runTurn.now(); turn !== undefined; turn = Supervised.runTurn.now()) held.push(turn)
+    expect(held).toHaveLength(Supervised.MAX_RUNNING)
+    const settled = harness().settle("bash", { command: "echo ran" })
+    await Bun.sleep(300)
+    for (const release of held.splice(0)) release()
+    const outcome = await settled
+    expect(outcome.progress[0]?.message).toBe(
+      `Waiting to start: ${Supervised.MAX_RUNNING.toLocaleString("en-US")} commands are running in this core, the most it runs at once ` +
+        "(half its open-file limit); this one starts when one of them ends.",
+    )
+    expect(textOf(outcome.settlement)).toBe("ran\n\nExit code 0")
   })
 
   test("2 GiB of output keeps the head and tail and states exactly what was not kept", async () => {

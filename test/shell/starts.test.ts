@@ -63,7 +63,7 @@ test.skipIf(!Supervised.launchable())("owners waiting to start take turns: anoth
 
 // A host's burst of calls across sessions (a thousand sessions, a command each) took every descriptor core had: the
 // next commands, and the server's own connections, failed (EMFILE). Past Supervised.MAX_RUNNING (half the open-file
-// limit, at 16 a command) a command waits until one ends.
+// limit, at 16 a command) a command waits until one ends, and is told so (nothing else showed it waiting).
 const prlimit = Bun.which("prlimit")
 test.skipIf(!Supervised.launchable() || prlimit === null)(`past the commands core runs at once, one waits until another ends${prlimit === null ? " (SKIPPED: no prlimit)" : ""}`, () => {
   const child = Bun.spawnSync([prlimit!, "--nofile=640", process.execPath, join(import.meta.dir, "running-child.ts"), tempDir("core-running-runs-"), tempDir("core-running-")], {
@@ -73,7 +73,7 @@ test.skipIf(!Supervised.launchable() || prlimit === null)(`past the commands cor
   const line = child.stdout.toString().trim().split("\n").pop() ?? ""
   expect(line.startsWith("{"), child.stderr.toString().slice(-600)).toBe(true)
   const outcome = JSON.parse(line)
-  expect(outcome).toEqual({ bound: 20, limit: 640, before: 20, last: true })
+  expect(outcome).toEqual({ bound: 20, limit: 640, before: 20, waited: 1, toldTheWaiting: true, last: true })
 }, 120_000)
 
 // A call cancelled right as its turn came (another start refused, and the caller's siblings interrupted with it)
