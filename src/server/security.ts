@@ -5,7 +5,7 @@ export * as Security from "./security"
 // which is refused), and the Locations a request may name (only under the roots given at start). Pure decisions;
 // the HTTP layer turns them into answers.
 
-import { realpathSync, statSync } from "node:fs"
+import { type BigIntStats, realpathSync, statSync } from "node:fs"
 import { isAbsolute } from "node:path"
 import { Boundary } from "../permission/boundary"
 
@@ -103,11 +103,20 @@ export const checkLocation = (roots: ReadonlyArray<string>, requested: string): 
   if (!isAbsolute(requested)) {
     return { _tag: "Invalid", message: `X-Core-Location must be an absolute directory, not "${requested}"` }
   }
+  let found: BigIntStats
+  try {
+    found = statSync(requested, { bigint: true })
+  } catch {
+    return { _tag: "Invalid", message: `X-Core-Location ${requested} does not exist` }
+  }
+  return checkFound(roots, requested, found)
+}
+
+/** `checkLocation` of `requested`, absolute, once `stat` found it (`found`). */
+const checkFound = (roots: ReadonlyArray<string>, requested: string, found: BigIntStats): LocationCheck => {
+  if (!found.isDirectory()) return { _tag: "Invalid", message: `X-Core-Location ${requested} is not a directory` }
   let real: string
   try {
-    if (!statSync(requested).isDirectory()) {
-      return { _tag: "Invalid", message: `X-Core-Location ${requested} is not a directory` }
-    }
     real = realpathSync(requested)
   } catch {
     return { _tag: "Invalid", message: `X-Core-Location ${requested} does not exist` }
@@ -118,5 +127,51 @@ export const checkLocation = (roots: ReadonlyArray<string>, requested: string): 
     message:
       `X-Core-Location ${requested} is not under an allowed root (${roots.join(", ")}); start core serve with ` +
       `--allow-root to allow it`,
+  }
+}
+
+/** How long a Location allowed by its real path is taken to stay there while its path still leads to the same directory. */
+export const LOCATION_CHECK_MS = 1_000
+/** Allowed Locations remembered at most (names come from clients): the oldest is forgotten first. */
+const MAX_CHECKED_LOCATIONS = 256
+
+interface Checked {
+  readonly allowed: LocationCheck & { readonly _tag: "Allowed" }
+  readonly device: bigint
+  readonly inode: bigint
+  readonly at: number
+}
+
+/**
+ * `checkLocation` against `roots`, for a server that checks the Location of every request: a name allowed within the
+ * last `LOCATION_CHECK_MS` (`now`, in milliseconds) that still leads to the same directory (its device and inode, one
+ * `stat`) is allowed again without resolving its real path, the most of a check's cost (a system call or more per
+ * component of the path). Anything else is checked in full: a name not allowed, a new one, one whose directory was
+ * replaced or removed, one checked over a second ago. So a directory moved out of the roots with a symbolic link to it
+ * left on the way (the only change that keeps the same directory at the same name and a real path outside) is
+ * refused within a second of the move.
+ */
+export const locationChecker = (roots: ReadonlyArray<string>, now: () => number = performance.now.bind(performance)) => {
+  const checked = new Map<string, Checked>()
+  return (requested: string): LocationCheck => {
+    if (!isAbsolute(requested)) return checkLocation(roots, requested)
+    let found: BigIntStats
+    try {
+      found = statSync(requested, { bigint: true })
+    } catch {
+      checked.delete(requested)
+      return { _tag: "Invalid", message: `X-Core-Location ${requested} does not exist` }
+    }
+    const at = now()
+    const last = checked.get(requested)
+    if (last !== undefined && at - last.at < LOCATION_CHECK_MS && last.device === found.dev && last.inode === found.ino && found.isDirectory()) {
+      return last.allowed
+    }
+    checked.delete(requested)
+    const check = checkFound(roots, requested, found)
+    if (check._tag !== "Allowed") return check
+    if (checked.size >= MAX_CHECKED_LOCATIONS) checked.delete(checked.keys().next().value!)
+    checked.set(requested, { allowed: check, device: found.dev, inode: found.ino, at })
+    return check
   }
 }

@@ -2,7 +2,7 @@
 // (core.json, tools/, plugins/, .core/) configures core as much as its own, so changing it asks a person too.
 
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { inProcess } from "./support"
 import { tempDir } from "../support/temp"
@@ -83,5 +83,37 @@ describe("a model in one served Location against another", () => {
     expect((await settling).body.status).toBe("declined")
     await events.close()
     expect(() => readFileSync(join(other, "tools/evil.ts"))).toThrow()
+  })
+})
+
+describe("a named Location that leaves the roots", () => {
+  test("is refused: at once when its name leads to another directory, within a second when the same one was moved out", async () => {
+    const roots = realpathSync(tempDir("core-roots-"))
+    const outside = realpathSync(tempDir("core-outside-"))
+    const project = join(roots, "parent", "project")
+    mkdirSync(join(project, "tools"), { recursive: true })
+    const sidecar = await inProcess({ "core.json": ALLOW }, { roots: [roots] })
+    const named = { "x-core-location": project }
+    const { turnID } = await sidecar.turn(undefined, named)
+    const call = (n: number) => sidecar.settle(turnID, { name: "read", input: { filePath: join(project, "tools") }, toolCallID: `call_leaving_${n}` }, named)
+    expect((await call(1)).status).toBe(200)
+    // The directory moved out of the roots, a symbolic link left where its parent was: the same directory by the
+    // same name, whose real path is now outside. Both the call (answered directly) and a new turn (routed) refuse it
+    // once its last check is a second old.
+    renameSync(join(roots, "parent"), join(outside, "parent"))
+    symlinkSync(join(outside, "parent"), join(roots, "parent"))
+    await Bun.sleep(1_100)
+    const refused = await call(2)
+    expect([refused.status, refused.body.error.kind]).toEqual([403, "forbidden"])
+    expect(refused.body.error.message).toContain("is not under an allowed root")
+    expect((await sidecar.json("POST", "/v1/turns", { body: {}, headers: named })).status).toBe(403)
+    // Back in place, allowed again; then replaced by a link to another directory outside: refused at once.
+    rmSync(join(roots, "parent"))
+    renameSync(join(outside, "parent"), join(roots, "parent"))
+    expect((await call(3)).status).toBe(200)
+    rmSync(project, { recursive: true })
+    symlinkSync(outside, project)
+    expect((await call(4)).status).toBe(403)
+    expect((await sidecar.json("POST", "/v1/turns", { body: {}, headers: named })).status).toBe(403)
   })
 })

@@ -1,7 +1,7 @@
 // The sidecar's pure parts: byte ranges, the token and Host checks, allowed Locations.
 
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs"
+import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Range } from "../../src/server/range"
 import { Security } from "../../src/server/security"
@@ -161,5 +161,78 @@ describe("Security", () => {
     expect(Security.checkLocation([root], join(root, "escape"))._tag).toBe("Outside")
     expect(Security.checkLocation([root], outside)._tag).toBe("Outside")
     expect(Security.checkLocation([root], `${root}-sibling`)._tag).toBe("Invalid")
+  })
+
+  describe("checked for every request (locationChecker)", () => {
+    const setup = () => {
+      const root = tempDir("core-root-")
+      const outside = tempDir("core-outside-")
+      mkdirSync(join(root, "inside"))
+      let now = 0
+      const check = Security.locationChecker([root], () => now)
+      return { root, outside, inside: join(root, "inside"), check, advance: (ms: number) => void (now += ms) }
+    }
+
+    test("answers as checkLocation does, a name refused being refused every time", () => {
+      const { root, outside, inside, check } = setup()
+      writeFileSync(join(root, "file"), "")
+      symlinkSync(outside, join(root, "escape"))
+      for (let round = 0; round < 3; round++) {
+        expect(check(inside)).toEqual({ _tag: "Allowed", directory: inside })
+        for (const name of ["inside", join(root, "missing"), join(root, "file"), join(root, "escape"), outside, `${root}-sibling`]) {
+          expect([name, check(name)]).toEqual([name, Security.checkLocation([root], name)])
+        }
+      }
+    })
+
+    test("a Location removed, or replaced by another directory or by a symbolic link out of the roots, is seen at once", () => {
+      const { outside, inside, check } = setup()
+      expect(check(inside)._tag).toBe("Allowed")
+      rmSync(inside, { recursive: true })
+      expect(check(inside)).toEqual({ _tag: "Invalid", message: `X-Core-Location ${inside} does not exist` })
+      writeFileSync(inside, "")
+      expect(check(inside)._tag).toBe("Invalid")
+      rmSync(inside)
+      symlinkSync(outside, inside)
+      expect(check(inside)._tag).toBe("Outside")
+      rmSync(inside)
+      mkdirSync(inside)
+      expect(check(inside)._tag).toBe("Allowed")
+      // Replaced by another directory (a new inode) that a symbolic link leads out of the roots from.
+      const elsewhere = join(outside, "elsewhere")
+      mkdirSync(elsewhere)
+      rmSync(inside, { recursive: true })
+      symlinkSync(elsewhere, inside)
+      expect(check(inside)._tag).toBe("Outside")
+    })
+
+    test("a Location moved out of the roots with a symbolic link left on its way is refused once its check is a second old", () => {
+      const { root, outside, check, advance } = setup()
+      mkdirSync(join(root, "parent", "project"), { recursive: true })
+      const named = join(root, "parent", "project")
+      expect(check(named)).toEqual({ _tag: "Allowed", directory: named })
+      // The same directory, still reached by the same name, is no longer really under the root.
+      renameSync(join(root, "parent"), join(outside, "parent"))
+      symlinkSync(join(outside, "parent"), join(root, "parent"))
+      expect(Security.checkLocation([root], named)._tag).toBe("Outside")
+      advance(Security.LOCATION_CHECK_MS - 1)
+      expect(check(named)._tag).toBe("Allowed")
+      advance(1)
+      expect(check(named)._tag).toBe("Outside")
+      // Refused from then on, not remembered.
+      expect(check(named)._tag).toBe("Outside")
+    })
+
+    test("names past the most it remembers are each checked as they should be", () => {
+      const { root, outside, check } = setup()
+      const names = Array.from({ length: 300 }, (_, i) => join(root, `l${i}`))
+      for (const name of names) mkdirSync(name)
+      for (let round = 0; round < 2; round++) {
+        for (const name of names) expect(check(name)).toEqual({ _tag: "Allowed", directory: name })
+      }
+      rmSync(names[0]!, { recursive: true })
+      symlinkSync(outside, names[0]!)
+      expect(check(names[0]!)._tag).toBe("Outside")
+    })
   })
 })
