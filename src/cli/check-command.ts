@@ -105,6 +105,8 @@ export const run = (args: ReadonlyArray<string>) =>
       if (sandbox !== undefined) Command.stderr(`core: ${sandbox}\n`)
       const guard = Shell.guardNotice(prepared.config.shell.sandbox)
       if (guard !== undefined) Command.stderr(`core: ${guard}\n`)
+      const processes = Shell.processesNotice(prepared.config.shell.sandbox)
+      if (processes !== undefined) Command.stderr(`core: ${processes}\n`)
       const permission = yield* Permission.Service
       yield* Runtime.checkAgent("check", permission, agent)
       yield* (yield* McpClient.Service).ensureFor(name)

@@ -174,6 +174,8 @@ export const run = (args: ReadonlyArray<string>) =>
     if (sandbox !== undefined) Command.stderr(`core: ${sandbox}\n`)
     const guard = Shell.guardNotice(primary.config.shell.sandbox)
     if (guard !== undefined) Command.stderr(`core: ${guard}\n`)
+    const processes = Shell.processesNotice(primary.config.shell.sandbox)
+    if (processes !== undefined) Command.stderr(`core: ${processes}\n`)
     yield* Server.run({
       environment,
       primary,

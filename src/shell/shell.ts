@@ -15,7 +15,7 @@ import type { Config } from "../config/config"
 import { Preparing } from "./preparing"
 import { Stopping } from "../settlement/stopping"
 import { readFileSync } from "node:fs"
-import { homedir } from "node:os"
+import { homedir, release } from "node:os"
 import { join, resolve } from "node:path"
 import { Capture } from "./capture"
 import { ProcessGroup } from "./process-group"
@@ -25,7 +25,7 @@ import { Landlock } from "./landlock"
 import { Native } from "./native"
 import { Sandbox as Policies } from "./sandbox"
 import { Covered } from "./covered"
-import type { Namespace } from "./namespace"
+import { Namespace } from "./namespace"
 import { Sockets } from "./sockets"
 import { Supervised } from "./supervised"
 
@@ -645,6 +645,49 @@ export const guardNotice = (mode: "auto" | "required" | "off" = "auto"): string 
     ? undefined
     : "Commands get no mount namespace here (core is not root and cannot make a user namespace): what a command " +
       "changes in core.json, tools/, plugins/ or .core/ is taken out once it has ended, instead of being read-only to it."
+
+/** What decides whether commands run by root are bounded in processes and threads (see `processesNotice`). */
+export interface ProcessesBound {
+  readonly root: boolean
+  /** Whether commands run sandboxed (their supervisor gives them a PID namespace where it can). */
+  readonly sandboxed: boolean
+  /** The kernel's release (os.release()). */
+  readonly release: string
+  /** Whether core can make a PID namespace (CAP_SYS_ADMIN). */
+  readonly pidNamespaces: boolean
+}
+
+/**
+ * Why commands run by root are not bounded in processes and threads here, said once where core starts: a non-root
+ * core's are (RLIMIT_NPROC, Starter `apply`), and a root core's only by the `kernel.pid_max` of a PID namespace of
+ * their own (Namespace.boundProcesses), which needs the sandbox, a kernel that keeps one per namespace (Linux 6.14 and
+ * later) and a core that can make one. Undefined where they are bounded, or core is not root.
+ */
+export const processesNoticeOf = (bound: ProcessesBound): string | undefined => {
+  if (!bound.root) return undefined
+  const why = !bound.sandboxed
+    ? "they run without the sandbox"
+    : !Namespace.pidMaxPerNamespace(bound.release)
+      ? `this kernel (${bound.release}) keeps one kernel.pid_max for the whole machine (Linux 6.14 and later keep one for each PID namespace)`
+      : !bound.pidNamespaces
+        ? "core cannot make a PID namespace here (it lacks CAP_SYS_ADMIN, as in a container by default)"
+        : undefined
+  return why === undefined
+    ? undefined
+    : `Commands run by root are not bounded in processes and threads here: ${why}. One that forks without end can ` +
+        "fill the machine's process table; bound core's from outside (a container's --pids-limit, systemd's TasksMax)."
+}
+
+/** `processesNoticeOf` this process and kernel, for commands run with the sandbox setting `mode`. */
+export const processesNotice = (mode: "auto" | "required" | "off" = "auto"): string | undefined =>
+  process.platform !== "linux" || !Native.available()
+    ? undefined
+    : processesNoticeOf({
+        root: process.getuid?.() === 0,
+        sandboxed: sandboxOf(mode).active && Supervised.launchable(),
+        release: release(),
+        pidNamespaces: Native.capable(Native.CAP_SYS_ADMIN),
+      })
 
 /**
  * Variables of core's own environment (`env`) that no process core starts may read, in its own environment or

@@ -4,7 +4,8 @@
 // machine's own pid_max is never touched. Real supervisors, real processes.
 
 import { describe, expect, test } from "bun:test"
-import { readFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { release } from "node:os"
 import { Effect } from "effect"
 import { Bash } from "../../src/builtin/bash"
@@ -49,6 +50,53 @@ describe("which kernels keep kernel.pid_max for each PID namespace", () => {
     const before = hostPidMax()
     expect(Namespace.boundProcesses(Starter.PROCESSES)).toBe("this process is not the first process of a PID namespace of its own")
     expect(hostPidMax()).toBe(before)
+  })
+})
+
+describe("what core says where root's commands are not bounded in processes", () => {
+  test("nothing where they are, or core is not root; else why not", () => {
+    const bounded = { root: true, sandboxed: true, release: "6.18.2", pidNamespaces: true }
+    expect(Shell.processesNoticeOf(bounded)).toBeUndefined()
+    expect(Shell.processesNoticeOf({ ...bounded, root: false, sandboxed: false, pidNamespaces: false, release: "5.15.0" })).toBeUndefined()
+    const why = (changed: Partial<Shell.ProcessesBound>) => Shell.processesNoticeOf({ ...bounded, ...changed })
+    expect(why({ sandboxed: false })).toStartWith("Commands run by root are not bounded in processes and threads here: they run without the sandbox.")
+    expect(why({ release: "6.13.12" })).toContain("this kernel (6.13.12) keeps one kernel.pid_max for the whole machine")
+    expect(why({ pidNamespaces: false })).toContain("core cannot make a PID namespace here (it lacks CAP_SYS_ADMIN")
+    // The first reason that holds, one notice; each says what to do.
+    expect(why({ sandboxed: false, release: "5.4.0", pidNamespaces: false })).toContain("they run without the sandbox")
+    for (const changed of [{ sandboxed: false }, { release: "5.4.0" }, { pidNamespaces: false }]) {
+      expect(why(changed)).toEndWith("bound core's from outside (a container's --pids-limit, systemd's TasksMax).")
+    }
+  })
+
+  const capsh = Bun.which("capsh")
+  test.skipIf(!runnable || capsh === null)(`core check says so where core cannot make a PID namespace, or runs commands unsandboxed, and only then${capsh === null ? " (SKIPPED: needs capsh)" : skipped}`, () => {
+    const location = tempDir("core-root-notice-")
+    const check = (prefix: ReadonlyArray<string>, directory = location) => {
+      const argv = [process.execPath, join(import.meta.dir, "../../src/cli/main.ts"), "check", "read", "--input", '{"filePath":"a.txt"}', "--location", directory]
+      const env = { ...process.env, CORE_DATA_DIR: tempDir("core-data-"), CORE_HOME: tempDir("core-home-") }
+      const ran = Bun.spawnSync(prefix.length === 0 ? argv : [...prefix, argv.map((word) => `'${word}'`).join(" ")], { env })
+      expect(ran.exitCode).toBe(0)
+      return ran.stderr.toString()
+    }
+    expect(check([])).not.toContain("not bounded in processes")
+    // Root without CAP_SYS_ADMIN (as in a container by default): no PID namespace for its commands.
+    const dropped = check([capsh!, "--drop=cap_sys_admin", "--", "-c"])
+    expect(dropped).toContain("core: Commands run by root are not bounded in processes and threads here: core cannot make a PID namespace here")
+    const off = tempDir("core-root-notice-off-")
+    writeFileSync(join(off, "core.json"), '{ "shell": { "sandbox": "off" } }')
+    expect(check([], off)).toContain("core: Commands run by root are not bounded in processes and threads here: they run without the sandbox.")
+  })
+
+  test.skipIf(!runnable || capsh === null)(`core serve says so where it starts${capsh === null ? " (SKIPPED: needs capsh)" : skipped}`, async () => {
+    const argv = [process.execPath, join(import.meta.dir, "../../src/cli/main.ts"), "serve", "--location", tempDir("core-root-notice-")]
+    const env = { ...process.env, CORE_DATA_DIR: tempDir("core-data-"), CORE_HOME: tempDir("core-home-") }
+    const served = Bun.spawn([capsh!, "--drop=cap_sys_admin", "--", "-c", `exec ${argv.map((word) => `'${word}'`).join(" ")}`], { env, stdout: "pipe", stderr: "pipe" })
+    const ready = await served.stdout.getReader().read()
+    expect(new TextDecoder().decode(ready.value)).toContain('"url"')
+    served.kill("SIGTERM")
+    const [stderr] = await Promise.all([new Response(served.stderr).text(), served.exited])
+    expect(stderr).toContain("core: Commands run by root are not bounded in processes and threads here: core cannot make a PID namespace here")
   })
 })
 
