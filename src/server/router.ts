@@ -119,9 +119,6 @@ export const make = (options: Options): WebHandler => {
     return undefined
   }
 
-  /** Where `X-Core-Location` may point, for the router and the direct answers alike. */
-  const checkLocation = Security.locationChecker(options.roots)
-
   /**
    * The checks every request passes, then `handler`; refusals and failures become error bodies here, once. A
    * handler that acts on a Location gets the request's (`X-Core-Location`, checked after routing); the others
@@ -166,7 +163,7 @@ export const make = (options: Options): WebHandler => {
   const directoryOf = (header: string | undefined) =>
     Effect.gen(function* () {
       if (header === undefined || header === "") return options.sidecar.primary.directory
-      const checked = checkLocation(header)
+      const checked = Security.checkLocation(options.roots, header)
       if (checked._tag === "Invalid") return yield* Respond.badRequest(checked.message)
       if (checked._tag === "Outside") {
         return yield* new Respond.Problem({ status: 403, kind: "forbidden", message: checked.message })
@@ -277,7 +274,7 @@ export const make = (options: Options): WebHandler => {
     routerConfig: { maxParamLength: MAX_PARAM_LENGTH },
   }) as WebHandler
   if (options.tracer !== undefined || options.direct === false) return routed
-  const direct = Direct.make({ ...options, checkLocation })
+  const direct = Direct.make(options)
   return {
     handler: (request) => direct.handle(request) ?? routed.handler(request),
     dispose: routed.dispose,

@@ -5,7 +5,7 @@ export * as Security from "./security"
 // which is refused), and the Locations a request may name (only under the roots given at start). Pure decisions;
 // the HTTP layer turns them into answers.
 
-import { type BigIntStats, realpathSync, statSync } from "node:fs"
+import { closeSync, constants, openSync, readlinkSync, realpathSync, statSync } from "node:fs"
 import { isAbsolute } from "node:path"
 import { Boundary } from "../permission/boundary"
 
@@ -97,30 +97,15 @@ export type LocationCheck =
 
 /**
  * Where `X-Core-Location` may point: an absolute, existing directory whose real path is one of `roots` (real paths)
- * or under one.
+ * or under one. The real path is the kernel's, of the directory the name leads to (as every program opening the name
+ * reaches it: `..` after a symbolic link is the link target's parent).
  */
 export const checkLocation = (roots: ReadonlyArray<string>, requested: string): LocationCheck => {
   if (!isAbsolute(requested)) {
     return { _tag: "Invalid", message: `X-Core-Location must be an absolute directory, not "${requested}"` }
   }
-  let found: BigIntStats
-  try {
-    found = statSync(requested, { bigint: true })
-  } catch {
-    return { _tag: "Invalid", message: `X-Core-Location ${requested} does not exist` }
-  }
-  return checkFound(roots, requested, found)
-}
-
-/** `checkLocation` of `requested`, absolute, once `stat` found it (`found`). */
-const checkFound = (roots: ReadonlyArray<string>, requested: string, found: BigIntStats): LocationCheck => {
-  if (!found.isDirectory()) return { _tag: "Invalid", message: `X-Core-Location ${requested} is not a directory` }
-  let real: string
-  try {
-    real = realpathSync(requested)
-  } catch {
-    return { _tag: "Invalid", message: `X-Core-Location ${requested} does not exist` }
-  }
+  const real = realDirectory(requested)
+  if (typeof real !== "string") return real
   if (roots.some((root) => Boundary.isWithin(root, real))) return { _tag: "Allowed", directory: real }
   return {
     _tag: "Outside",
@@ -130,48 +115,48 @@ const checkFound = (roots: ReadonlyArray<string>, requested: string, found: BigI
   }
 }
 
-/** How long a Location allowed by its real path is taken to stay there while its path still leads to the same directory. */
-export const LOCATION_CHECK_MS = 1_000
-/** Allowed Locations remembered at most (names come from clients): the oldest is forgotten first. */
-const MAX_CHECKED_LOCATIONS = 256
+/** Linux's O_PATH: a descriptor that names a file (here, a directory), without opening it for reading. */
+const O_PATH = 0o10000000
 
-interface Checked {
-  readonly allowed: LocationCheck & { readonly _tag: "Allowed" }
-  readonly device: bigint
-  readonly inode: bigint
-  readonly at: number
+const doesNotExist = (requested: string): LocationCheck => ({ _tag: "Invalid", message: `X-Core-Location ${requested} does not exist` })
+
+/** Why `requested` (absolute) leads to no directory: it is not one, or does not exist (or is out of reach). */
+const noDirectory = (requested: string): LocationCheck => {
+  try {
+    if (!statSync(requested).isDirectory()) return { _tag: "Invalid", message: `X-Core-Location ${requested} is not a directory` }
+  } catch {
+    // As missing.
+  }
+  return doesNotExist(requested)
 }
 
 /**
- * `checkLocation` against `roots`, for a server that checks the Location of every request: a name allowed within the
- * last `LOCATION_CHECK_MS` (`now`, in milliseconds) that still leads to the same directory (its device and inode, one
- * `stat`) is allowed again without resolving its real path, the most of a check's cost (a system call or more per
- * component of the path). Anything else is checked in full: a name not allowed, a new one, one whose directory was
- * replaced or removed, one checked over a second ago. So a directory moved out of the roots with a symbolic link to it
- * left on the way (the only change that keeps the same directory at the same name and a real path outside) is
- * refused within a second of the move.
+ * The real path of the directory `requested` (absolute) leads to, as the kernel has it: on Linux the directory is
+ * opened (O_PATH) and its descriptor's path read back, three system calls whatever the depth of the path; elsewhere
+ * `realpath`. Or why it leads to none.
  */
-export const locationChecker = (roots: ReadonlyArray<string>, now: () => number = performance.now.bind(performance)) => {
-  const checked = new Map<string, Checked>()
-  return (requested: string): LocationCheck => {
-    if (!isAbsolute(requested)) return checkLocation(roots, requested)
-    let found: BigIntStats
+const realDirectory = (requested: string): string | LocationCheck => {
+  if (process.platform !== "linux") {
     try {
-      found = statSync(requested, { bigint: true })
+      if (statSync(requested).isDirectory()) return realpathSync(requested)
     } catch {
-      checked.delete(requested)
-      return { _tag: "Invalid", message: `X-Core-Location ${requested} does not exist` }
+      // Said below.
     }
-    const at = now()
-    const last = checked.get(requested)
-    if (last !== undefined && at - last.at < LOCATION_CHECK_MS && last.device === found.dev && last.inode === found.ino && found.isDirectory()) {
-      return last.allowed
-    }
-    checked.delete(requested)
-    const check = checkFound(roots, requested, found)
-    if (check._tag !== "Allowed") return check
-    if (checked.size >= MAX_CHECKED_LOCATIONS) checked.delete(checked.keys().next().value!)
-    checked.set(requested, { allowed: check, device: found.dev, inode: found.ino, at })
-    return check
+    return noDirectory(requested)
+  }
+  let fd: number
+  try {
+    fd = openSync(requested, O_PATH | constants.O_DIRECTORY)
+  } catch {
+    return noDirectory(requested)
+  }
+  try {
+    const real = readlinkSync(`/proc/self/fd/${fd}`)
+    // Removed meanwhile, or outside this process's root: none.
+    return real.startsWith("/") && !real.endsWith(" (deleted)") ? real : doesNotExist(requested)
+  } catch {
+    return doesNotExist(requested)
+  } finally {
+    closeSync(fd)
   }
 }
