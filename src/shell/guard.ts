@@ -183,9 +183,10 @@ export interface Guarded {
    */
   readonly readOnlyIds?: ReadonlyArray<string>
   /**
-   * The Locations' own git directories (and common directories) that exist: the supervisor binds each onto itself
-   * (writable), so that no command renames one away and makes another in its place while it runs, which the user's
-   * git, run meanwhile, would take with its hooks and config.
+   * The Locations' own git directories (and common directories) that exist, and the Locations in a place the
+   * command may write: the supervisor binds each onto itself (writable), so that no command renames one away and
+   * makes another in its place while it runs, which the user's git, run meanwhile, would take with its hooks and
+   * config, or core, loading a Location named meanwhile, with its tools.
    */
   readonly pinned?: ReadonlyArray<string>
   /**
@@ -1051,6 +1052,15 @@ export const begin = (
       const before = look(folder)
       if (before?.kind === Number(DIRECTORY) && before.link === undefined) pinned.add(folder)
     }
+  }
+  // The Locations themselves, where one lies in a place the command may write (`sub`, served on its own, of a
+  // Location served too; any under a writable temporary folder): bound onto themselves, with the folders between
+  // (Starter `pinsOf`). A command could otherwise rename one away and leave a link to a folder of its own in its
+  // place, and a request naming that Location meanwhile would load the folder the link leads to, its tools run in core.
+  for (const key of keys) {
+    if (!writable.some((place) => key.startsWith(place.endsWith(sep) ? place : `${place}${sep}`))) continue
+    const before = look(key)
+    if (before?.kind === Number(DIRECTORY) && before.link === undefined) pinned.add(key)
   }
   for (const { way } of ways) for (const folder of way) know(folder.path, folder.before, true)
   for (const git of gits) know(git.path, git.before, !nestedGits.has(git.path))

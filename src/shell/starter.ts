@@ -213,7 +213,7 @@ export const apply = (
   const pins = pinsOf(order.pinned ?? [], order.grants?.write ?? [])
   // Where it cannot, the entries stay writable; core puts back what it can once the command has ended.
   const readOnly =
-    order.readOnly !== undefined && order.readOnly.length > 0 && Namespace.protect(way, order.readOnly, pins) === undefined
+    ((order.readOnly?.length ?? 0) > 0 || pins.length > 0) && Namespace.protect(way, order.readOnly ?? [], pins) === undefined
   // Mounted on what core looked at, or the command does not start: another command of the Location may have moved a
   // folder above one (`.git`, `lib`) between core's look and the mount, and put it back once this one wrote the real
   // files (the mount then covered nothing, or its stand-in).

@@ -571,7 +571,7 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(Guard.stale(guards, location).map((found) => found.pid).sort()).toEqual([process.pid, 999_999].sort())
   })
 
-  test("a folder above the Location renamed away and replaced is put back, the Location with it", async () => {
+  test("a folder above the Location renamed away and replaced: refused where mounted, else put back, the Location with it", async () => {
     const root = tempDir("core-repo-")
     const location = join(root, "services/api")
     mkdirSync(location, { recursive: true })
@@ -581,16 +581,25 @@ describe("core's configuration in the Location, against what a command runs", ()
       writeFileSync(join(location, entry, "kept.ts"), "kept")
     }
     const { ino } = statSync(join(root, "services"))
-    const result = await run(
-      "cd ../.. && mv services old && mkdir -p services/api/tools && echo '{}' > services/api/core.json && echo evil > services/api/tools/evil.ts",
-      location,
-    )
-    expect({ code: result.exitCode, stderr: result.stderr.text }).toEqual({ code: 0, stderr: "" })
-    expect(existsSync(join(root, "old"))).toBe(false)
-    expect(statSync(join(root, "services")).ino).toBe(ino)
-    unchanged(location)
-    expect(result.undone).toEqual([join(root, "services")])
-    expect(readFileSync(join(result.undoneKeptIn!, "services/api/tools/evil.ts"), "utf8")).toBe("evil\n")
+    const swap = "cd ../.. && mv services old && mkdir -p services/api/tools && echo '{}' > services/api/core.json && echo evil > services/api/tools/evil.ts"
+    // In a writable temporary folder, the Location and the folders on the way to it are bound onto themselves where a
+    // mount namespace can be made: the rename fails there. Where none can, it is undone once the command has ended.
+    const plain = Shell.make({}, { records: tempDir("core-runs-"), namespaces: false, keeping })
+    for (const [producer, mounted] of MOUNTS ? ([[shell, true], [plain, false]] as const) : ([[plain, false]] as const)) {
+      const result = await run(swap, location, producer)
+      if (mounted) {
+        expect(result.exitCode).not.toBe(0)
+        expect(result.stderr.text).toContain("Device or resource busy")
+        expect(result.undone).toEqual([])
+      } else {
+        expect({ code: result.exitCode, stderr: result.stderr.text }).toEqual({ code: 0, stderr: "" })
+        expect(result.undone).toEqual([join(root, "services")])
+        expect(readFileSync(join(result.undoneKeptIn!, "services/api/tools/evil.ts"), "utf8")).toBe("evil\n")
+      }
+      expect(existsSync(join(root, "old"))).toBe(false)
+      expect(statSync(join(root, "services")).ino).toBe(ino)
+      unchanged(location)
+    }
   })
 
   test("a skills folder nested in another folder: renaming the folder above it does not let a command plant skills", async () => {
