@@ -131,10 +131,11 @@ describe("Shell.run", () => {
   })
 
   test("a process that left the group with setsid ends with the call, and so do the pipes it held", async () => {
-    // The shell reports the pid only once the job is in its own session, out of the group's reach.
+    // The shell reports the pid only once the job is in its own session, out of the group's reach, and is sleep
+    // (setsid makes the session, then becomes sleep: killed in between, it was reported as setsid).
     const session = (pid: string) => `$(cut -d' ' -f6 /proc/${pid}/stat)`
     const result = await run(
-      `setsid sleep 1000 & pid=$!; while [ "${session("$pid")}" = "${session("$$")}" ]; do :; done; echo $pid`,
+      `setsid sleep 1000 & pid=$!; while [ "${session("$pid")}" = "${session("$$")}" ] || [ "$(cat /proc/$pid/comm)" != sleep ]; do :; done; echo $pid`,
     )
     const [pid] = pidsIn(result.stdout.text)
     expect(result.exitCode).toBe(0)
