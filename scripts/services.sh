@@ -10,6 +10,8 @@
 # `core`, and is meant for tests only. Postgres refuses to run as root: as root, it runs as the `postgres` user
 # the Debian package creates.
 set -euo pipefail
+# runuser and pgbouncer are system programs (/usr/sbin), which a PATH without the sbin folders misses.
+export PATH="$PATH:/usr/sbin:/sbin"
 
 DIR=${CORE_SERVICES_DIR:-${TMPDIR:-/tmp}/core-services-$(id -u)}
 ENV_FILE=$DIR/env
