@@ -69,7 +69,8 @@ describe("what core says where root's commands are not bounded in processes", ()
     }
   })
 
-  const capsh = Bun.which("capsh")
+  // A system program (/usr/sbin), which a PATH without the sbin folders misses.
+  const capsh = Bun.which("capsh", { PATH: `${process.env.PATH ?? ""}:/usr/sbin:/sbin` })
   test.skipIf(!runnable || capsh === null)(`core check says so where core cannot make a PID namespace, or runs commands unsandboxed, and only then${capsh === null ? " (SKIPPED: needs capsh)" : skipped}`, () => {
     const location = tempDir("core-root-notice-")
     const check = (prefix: ReadonlyArray<string>, directory = location) => {
