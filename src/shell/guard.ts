@@ -41,6 +41,7 @@ import { Git } from "../permission/git"
 import { Protected } from "../permission/protected"
 import { Planted } from "./planted"
 import { ProcessGroup } from "./process-group"
+import { Landlock } from "./landlock"
 import { Listing } from "./listing"
 import { Repositories } from "./repositories"
 
@@ -1058,7 +1059,7 @@ export const begin = (
   // (Starter `pinsOf`). A command could otherwise rename one away and leave a link to a folder of its own in its
   // place, and a request naming that Location meanwhile would load the folder the link leads to, its tools run in core.
   for (const key of keys) {
-    if (!writable.some((place) => key.startsWith(place.endsWith(sep) ? place : `${place}${sep}`))) continue
+    if (!writable.some((place) => key !== place && Landlock.within(place, key))) continue
     const before = look(key)
     if (before?.kind === Number(DIRECTORY) && before.link === undefined) pinned.add(key)
   }
