@@ -64,7 +64,10 @@ const Operational = ErrorBody.pipe(HttpApiSchema.status(500))
  */
 const EVERY = [Forbidden, MethodNotAllowed, TooLarge, Operational] as const
 
-/** Every route but health, besides: a bad `X-Core-Location` (400), a missing or wrong token (401), one outside the roots (403). */
+/**
+ * Every route but health, besides: a bad `X-Core-Location` (400), a missing or wrong token (401), one outside the roots
+ * or no longer leading where it first led (403).
+ */
 const GUARDED = [...EVERY, BadRequest, Unauthorized] as const
 
 /** The header naming another Location, honoured by every route but health. */
@@ -73,7 +76,8 @@ const LOCATION_HEADER = {
     Schema.String.annotate({
       description:
         "An absolute directory to act on instead of the serve's --location; it must be a root given with " +
-        "--location or --allow-root, or under one. Send the same value with every request of a turn.",
+        "--location or --allow-root, or under one, and lead to the directory it led to when first served (403 once it " +
+        "leads elsewhere: moved, or replaced by a link). Send the same value with every request of a turn.",
     }),
   ),
 }

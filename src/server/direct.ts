@@ -32,8 +32,8 @@ export interface Options {
   readonly sidecar: Sidecar.Interface
   readonly checkToken: (authorization: string | undefined) => boolean
   readonly checkHost: (host: string | undefined) => boolean
-  /** Real directories under which `X-Core-Location` may point (the router's). */
-  readonly roots: ReadonlyArray<string>
+  /** What `X-Core-Location` may name (the router's, which remembers where each name led). */
+  readonly names: Security.LocationNames
   readonly log: (line: string) => void
   readonly release?: (request: Request) => void
   /** What answers `/mcp`: a message of an open session is answered here too. */
@@ -306,7 +306,7 @@ export const make = (options: Options) => {
       const named = location !== null && location !== ""
       let directory = sidecar.primary.directory
       if (named) {
-        const checked = Security.checkLocation(options.roots, location)
+        const checked = options.names.check(location)
         if (checked._tag !== "Allowed") return undefined
         directory = checked.directory
       }

@@ -38,7 +38,7 @@ export interface Options {
   readonly checkToken: (authorization: string | undefined) => boolean
   /** Checks `Host` (the bound address is known once listening, so this is asked per request). */
   readonly checkHost: (host: string | undefined) => boolean
-  /** Real directories under which `X-Core-Location` may point. */
+  /** Real directories under which `X-Core-Location` may point (each name only as the directory it first led to). */
   readonly roots: ReadonlyArray<string>
   /** Writes a line for the operator (stderr). */
   readonly log: (line: string) => void
@@ -87,6 +87,8 @@ export interface WebHandler {
 /** The web handler of the sidecar. */
 export const make = (options: Options): WebHandler => {
   const handlers = Handlers.make(options.sidecar, options.version)
+  // One memory of where each name led, for the routes and the direct answers alike.
+  const names = Security.locationNames(options.roots)
 
   /**
    * The refusal of a request that fails a check made before routing, in this order: Host, token (unless the path
@@ -163,9 +165,9 @@ export const make = (options: Options): WebHandler => {
   const directoryOf = (header: string | undefined) =>
     Effect.gen(function* () {
       if (header === undefined || header === "") return options.sidecar.primary.directory
-      const checked = Security.checkLocation(options.roots, header)
+      const checked = names.check(header)
       if (checked._tag === "Invalid") return yield* Respond.badRequest(checked.message)
-      if (checked._tag === "Outside") {
+      if (checked._tag === "Outside" || checked._tag === "Replaced") {
         return yield* new Respond.Problem({ status: 403, kind: "forbidden", message: checked.message })
       }
       return checked.directory
@@ -274,7 +276,7 @@ export const make = (options: Options): WebHandler => {
     routerConfig: { maxParamLength: MAX_PARAM_LENGTH },
   }) as WebHandler
   if (options.tracer !== undefined || options.direct === false) return routed
-  const direct = Direct.make(options)
+  const direct = Direct.make({ ...options, names })
   return {
     handler: (request) => direct.handle(request) ?? routed.handler(request),
     dispose: routed.dispose,

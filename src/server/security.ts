@@ -2,8 +2,8 @@ export * as Security from "./security"
 
 // The sidecar's checks before any route runs: the bearer token (compared in time that says nothing about it; one that
 // could never match is refused at start), the Host header (a DNS-rebinding page reaches a loopback server under its own name,
-// which is refused), and the Locations a request may name (only under the roots given at start). Pure decisions;
-// the HTTP layer turns them into answers.
+// which is refused), and the Locations a request may name (only under the roots given at start, and each name only as
+// the directory it first led to). Decisions; the HTTP layer turns them into answers.
 
 import { closeSync, constants, openSync, readlinkSync, realpathSync, statSync } from "node:fs"
 import { isAbsolute } from "node:path"
@@ -94,24 +94,65 @@ export type LocationCheck =
   | { readonly _tag: "Allowed"; readonly directory: string }
   | { readonly _tag: "Invalid"; readonly message: string }
   | { readonly _tag: "Outside"; readonly message: string }
+  | { readonly _tag: "Replaced"; readonly message: string }
+
+/** How many names a server remembers the directory of, the oldest forgotten first. */
+export const REMEMBERED_NAMES = 10_000
+
+/** Checks `X-Core-Location` names for one server, remembering the directory each name led to when first allowed. */
+export interface LocationNames {
+  readonly check: (requested: string) => LocationCheck
+}
 
 /**
  * Where `X-Core-Location` may point: an absolute, existing directory whose real path is one of `roots` (real paths)
  * or under one. The real path is the kernel's, of the directory the name leads to (as every program opening the name
- * reaches it: `..` after a symbolic link is the link target's parent).
+ * reaches it: `..` after a symbolic link is the link target's parent). And a name allowed once must go on leading
+ * to that real path, else it is refused: a command of a Location holding another served one (where no mount namespace
+ * keeps that one in place) can rename it away and leave in its place a link to a folder of the model's, which a
+ * request naming it would load, tools and all, into core. The guard puts it back once the command ends, and the name
+ * is served again. (Another directory moved to the very path is that Location's to the guard, which holds back its
+ * loads while a command runs and undoes the move.) The roots are remembered from the start.
  */
-export const checkLocation = (roots: ReadonlyArray<string>, requested: string): LocationCheck => {
-  if (!isAbsolute(requested)) {
-    return { _tag: "Invalid", message: `X-Core-Location must be an absolute directory, not "${requested}"` }
+export const locationNames = (roots: ReadonlyArray<string>): LocationNames => {
+  const first = new Map<string, string>()
+  const remember = (name: string, real: string) => {
+    if (first.size >= REMEMBERED_NAMES) first.delete(first.keys().next().value!)
+    first.set(name, real)
   }
-  const real = realDirectory(requested)
-  if (typeof real !== "string") return real
-  if (roots.some((root) => Boundary.isWithin(root, real))) return { _tag: "Allowed", directory: real }
+  for (const root of roots) {
+    const real = realDirectory(root)
+    if (typeof real === "string") remember(root, real)
+  }
   return {
-    _tag: "Outside",
-    message:
-      `X-Core-Location ${requested} is not under an allowed root (${roots.join(", ")}); start core serve with ` +
-      `--allow-root to allow it`,
+    check: (requested) => {
+      if (!isAbsolute(requested)) {
+        return { _tag: "Invalid", message: `X-Core-Location must be an absolute directory, not "${requested}"` }
+      }
+      const real = realDirectory(requested)
+      if (typeof real !== "string") return real
+      if (!roots.some((root) => Boundary.isWithin(root, real))) {
+        return {
+          _tag: "Outside",
+          message:
+            `X-Core-Location ${requested} is not under an allowed root (${roots.join(", ")}); start core serve with ` +
+            `--allow-root to allow it`,
+        }
+      }
+      const before = first.get(requested)
+      if (before === undefined) remember(requested, real)
+      else if (before !== real) {
+        return {
+          _tag: "Replaced",
+          message:
+            `X-Core-Location ${requested} now leads to ${real}, not to ${before} as when first served: it, or a folder ` +
+            `on its way, was moved or replaced by a link since (a command running in a Location that holds it can do ` +
+            `that). It is served again once it leads back there (core puts back what a command moved when the ` +
+            `command ends); if you moved it yourself, restart core serve to serve it by that name`,
+        }
+      }
+      return { _tag: "Allowed", directory: real }
+    },
   }
 }
 

@@ -1,7 +1,7 @@
 // The sidecar's pure parts: byte ranges, the token and Host checks, allowed Locations.
 
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { mkdirSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Range } from "../../src/server/range"
 import { Security } from "../../src/server/security"
@@ -147,20 +147,23 @@ describe("Security", () => {
     for (const host of ["evil.com:8080", "192.168.1.5:9090", "192.168.1.5"]) expect(check(host)).toBe(false)
   })
 
+  /** A check as a server's first of that name (a server remembers where each name led: below). */
+  const checkFirst = (roots: ReadonlyArray<string>, name: string) => Security.locationNames(roots).check(name)
+
   test("a Location must be absolute, existing, a directory, and really under a root", () => {
     const root = tempDir("core-root-")
     mkdirSync(join(root, "inside"))
     writeFileSync(join(root, "file"), "")
     const outside = tempDir("core-outside-")
     symlinkSync(outside, join(root, "escape"))
-    expect(Security.checkLocation([root], join(root, "inside"))).toEqual({ _tag: "Allowed", directory: join(root, "inside") })
-    expect(Security.checkLocation([root], root)._tag).toBe("Allowed")
-    expect(Security.checkLocation([root], "inside")._tag).toBe("Invalid")
-    expect(Security.checkLocation([root], join(root, "missing"))._tag).toBe("Invalid")
-    expect(Security.checkLocation([root], join(root, "file"))._tag).toBe("Invalid")
-    expect(Security.checkLocation([root], join(root, "escape"))._tag).toBe("Outside")
-    expect(Security.checkLocation([root], outside)._tag).toBe("Outside")
-    expect(Security.checkLocation([root], `${root}-sibling`)._tag).toBe("Invalid")
+    expect(checkFirst([root], join(root, "inside"))).toEqual({ _tag: "Allowed", directory: join(root, "inside") })
+    expect(checkFirst([root], root)._tag).toBe("Allowed")
+    expect(checkFirst([root], "inside")._tag).toBe("Invalid")
+    expect(checkFirst([root], join(root, "missing"))._tag).toBe("Invalid")
+    expect(checkFirst([root], join(root, "file"))._tag).toBe("Invalid")
+    expect(checkFirst([root], join(root, "escape"))._tag).toBe("Outside")
+    expect(checkFirst([root], outside)._tag).toBe("Outside")
+    expect(checkFirst([root], `${root}-sibling`)._tag).toBe("Invalid")
   })
 
   describe("named again and again while a model changes the files", () => {
@@ -168,7 +171,7 @@ describe("Security", () => {
       const root = tempDir("core-root-")
       const outside = tempDir("core-outside-")
       mkdirSync(join(root, "inside"))
-      const check = (name: string) => Security.checkLocation([root], name)
+      const check = (name: string) => checkFirst([root], name)
       return { root, outside, inside: join(root, "inside"), check }
     }
 
@@ -250,6 +253,89 @@ describe("Security", () => {
       rmSync(join(root, "q", "b"), { recursive: true })
       symlinkSync(outside, join(root, "q", "b"))
       expect(check(named)._tag).toBe("Outside")
+    })
+  })
+
+  describe("a name served once goes on leading to the directory it first led to", () => {
+    // Where no mount namespace keeps a served Location in place, a command of a Location holding it can rename it
+    // away and leave a link to (or a copy of) a folder of the model's in its place: a request naming it meanwhile
+    // loaded that folder's tools into core. The guard puts the Location back once the command ends.
+    const setup = () => {
+      const root = realpathSync(tempDir("core-root-"))
+      const sub = join(root, "a", "sub")
+      mkdirSync(sub, { recursive: true })
+      mkdirSync(join(root, "evil"))
+      return { root, sub, names: Security.locationNames([root]) }
+    }
+
+    test("renamed away with a link to another folder in its place: refused, and served again once put back", () => {
+      const { root, sub, names } = setup()
+      expect(names.check(sub)).toEqual({ _tag: "Allowed", directory: sub })
+      renameSync(sub, `${sub}.old`)
+      symlinkSync(join(root, "evil"), sub)
+      const refused = names.check(sub)
+      expect(refused._tag).toBe("Replaced")
+      expect((refused as { message: string }).message).toContain(`now leads to ${join(root, "evil")}, not to ${sub} as when first served`)
+      // A folder on the way renamed and linked instead: the same.
+      rmSync(sub)
+      renameSync(`${sub}.old`, sub)
+      expect(names.check(sub)).toEqual({ _tag: "Allowed", directory: sub })
+      renameSync(join(root, "a"), join(root, "a.old"))
+      mkdirSync(join(root, "evil", "sub"))
+      symlinkSync(join(root, "evil"), join(root, "a"))
+      expect(names.check(sub)._tag).toBe("Replaced")
+      rmSync(join(root, "a"))
+      renameSync(join(root, "a.old"), join(root, "a"))
+      expect(names.check(sub)).toEqual({ _tag: "Allowed", directory: sub })
+    })
+
+    test("another directory at its very path (moved there, or made again) is the same Location: served", () => {
+      // To the guard too: it holds back loads of that path while a command of a Location holding it runs, and puts
+      // back what the command moved there once it ends.
+      const { root, sub, names } = setup()
+      expect(names.check(sub)._tag).toBe("Allowed")
+      renameSync(sub, `${sub}.old`)
+      renameSync(join(root, "evil"), sub)
+      expect(names.check(sub)).toEqual({ _tag: "Allowed", directory: sub })
+      rmSync(sub, { recursive: true })
+      mkdirSync(sub)
+      expect(names.check(sub)).toEqual({ _tag: "Allowed", directory: sub })
+    })
+
+    test("each name on its own; the roots remembered from the start", () => {
+      const { root, sub, names } = setup()
+      const link = join(root, "link")
+      symlinkSync(sub, link)
+      expect(names.check(link)).toEqual({ _tag: "Allowed", directory: sub })
+      // Another name for the same directory, first named after it moved: the directory it leads to then.
+      renameSync(sub, join(root, "a", "moved"))
+      symlinkSync(join(root, "a", "moved"), sub)
+      expect(names.check(sub)).toEqual({ _tag: "Allowed", directory: join(root, "a", "moved") })
+      expect(names.check(link)._tag).toBe("Replaced")
+      // A root replaced by a link after the server started, before any request named it.
+      const inner = join(root, "inner")
+      mkdirSync(inner)
+      const started = Security.locationNames([root, inner])
+      renameSync(inner, `${inner}.old`)
+      symlinkSync(join(root, "evil"), inner)
+      expect(started.check(inner)._tag).toBe("Replaced")
+      expect(Security.locationNames([root, inner]).check(inner)).toEqual({ _tag: "Allowed", directory: join(root, "evil") })
+    })
+
+    test(`at most ${Security.REMEMBERED_NAMES} names are remembered, the oldest forgotten first`, () => {
+      const { root, names } = setup()
+      mkdirSync(join(root, "many"))
+      // The root, remembered from the start, and the first name are the two oldest: two names past the bound.
+      const named = Array.from({ length: Security.REMEMBERED_NAMES + 1 }, (_, index) => join(root, "many", String(index)))
+      for (const name of named) mkdirSync(name)
+      for (const name of named) expect(names.check(name)._tag).toBe("Allowed")
+      for (const name of named.slice(0, 2)) {
+        renameSync(name, `${name}.old`)
+        symlinkSync(join(root, "evil"), name)
+      }
+      // (named[1] first: remembering named[0] anew pushes out the oldest, named[1].)
+      expect(names.check(named[1]!)._tag).toBe("Replaced")
+      expect(names.check(named[0]!)).toEqual({ _tag: "Allowed", directory: join(root, "evil") })
     })
   })
 })
