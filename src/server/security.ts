@@ -96,7 +96,7 @@ export type LocationCheck =
   | { readonly _tag: "Outside"; readonly message: string }
   | { readonly _tag: "Replaced"; readonly message: string }
 
-/** How many names a server remembers the directory of, the oldest forgotten first. */
+/** How many names a server remembers the directory of, those used least recently forgotten first. */
 export const REMEMBERED_NAMES = 10_000
 
 /** Checks `X-Core-Location` names for one server, remembering the directory each name led to when first allowed. */
@@ -140,8 +140,7 @@ export const locationNames = (roots: ReadonlyArray<string>): LocationNames => {
         }
       }
       const before = first.get(requested)
-      if (before === undefined) remember(requested, real)
-      else if (before !== real) {
+      if (before !== undefined && before !== real) {
         return {
           _tag: "Replaced",
           message:
@@ -151,6 +150,9 @@ export const locationNames = (roots: ReadonlyArray<string>): LocationNames => {
             `command ends); if you moved it yourself, restart core serve to serve it by that name`,
         }
       }
+      // Moved to the newest end: the names used least recently are the ones forgotten.
+      first.delete(requested)
+      remember(requested, real)
       return { _tag: "Allowed", directory: real }
     },
   }

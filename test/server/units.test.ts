@@ -322,19 +322,25 @@ describe("Security", () => {
       expect(Security.locationNames([root, inner]).check(inner)).toEqual({ _tag: "Allowed", directory: join(root, "evil") })
     })
 
-    test(`at most ${Security.REMEMBERED_NAMES} names are remembered, the oldest forgotten first`, () => {
-      const { root, names } = setup()
+    test(`at most ${Security.REMEMBERED_NAMES} names are remembered, those used least recently forgotten first`, () => {
+      const { root, sub, names } = setup()
       mkdirSync(join(root, "many"))
-      // The root, remembered from the start, and the first name are the two oldest: two names past the bound.
-      const named = Array.from({ length: Security.REMEMBERED_NAMES + 1 }, (_, index) => join(root, "many", String(index)))
+      // Named before all the others, and again after the eleventh: used more recently than those ten.
+      expect(names.check(sub)._tag).toBe("Allowed")
+      // With the root, remembered from the start, two names past the bound: the root and named[0] are forgotten.
+      const named = Array.from({ length: Security.REMEMBERED_NAMES }, (_, index) => join(root, "many", String(index)))
       for (const name of named) mkdirSync(name)
-      for (const name of named) expect(names.check(name)._tag).toBe("Allowed")
-      for (const name of named.slice(0, 2)) {
+      for (const [index, name] of named.entries()) {
+        expect(names.check(name)._tag).toBe("Allowed")
+        if (index === 10) expect(names.check(sub)._tag).toBe("Allowed")
+      }
+      for (const name of [...named.slice(0, 2), sub]) {
         renameSync(name, `${name}.old`)
         symlinkSync(join(root, "evil"), name)
       }
       // (named[1] first: remembering named[0] anew pushes out the oldest, named[1].)
       expect(names.check(named[1]!)._tag).toBe("Replaced")
+      expect(names.check(sub)._tag).toBe("Replaced")
       expect(names.check(named[0]!)).toEqual({ _tag: "Allowed", directory: join(root, "evil") })
     })
   })
