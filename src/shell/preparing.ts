@@ -4,9 +4,12 @@ export * as Preparing from "./preparing"
 // up its sandbox and guard) is processor work on core's one thread, and the scheduler runs every ready fiber in one
 // macrotask: a host's burst of hundreds of calls would all be prepared before the HTTP server answered again. A call
 // holds a turn until it first waits on the world (its tool's execute starts, a person is asked for permission, or
-// for bash `done`: its process is about to start), it ends, or BUDGET_MS passes; each turn is granted on a macrotask
-// of its own, but for one: a call that finds no other prepared nor waiting is let in at once, once per turn of the
-// event loop (a call alone waits for no macrotask; a burst still takes its turns).
+// for bash `done`: its process is about to start), it ends, or BUDGET_MS passes. Waiting calls are let in on a
+// macrotask, each turn handed on within it to the next waiting call while the macrotask has taken less than
+// SLICE_MS (a call prepared at once, as most are, gives its turn back before the next is let in): a burst is prepared
+// in slices, the event loop running in between, without a macrotask (and an event loop's turn) per call. A call that
+// finds no other prepared nor waiting is let in at once, once per turn of the event loop (a call alone waits for no
+// macrotask; a burst still takes its turns).
 
 import * as Effect from "effect/Effect"
 import { Turn as SettleTurn } from "../settlement/turn"
@@ -16,6 +19,12 @@ export const AT_ONCE = 2
 
 /** How long one call may hold its turn before the next is let in regardless. */
 export const BUDGET_MS = 100
+
+/**
+ * How long the calls let in on one macrotask may take together before the event loop runs again. Letting each in on
+ * a macrotask of its own cost a sidecar a quarter of a trivial call's processor time (an event loop's turn each).
+ */
+export const SLICE_MS = 1
 
 /** Ends the running call's turn (idempotent); undefined outside a gated call. The settler ends it as a tool's
  * execute starts, but for a tool that keeps it (../settlement/turn). */
@@ -34,12 +43,34 @@ const macrotask = () => {
   held?.arm(Math.max(0, BUDGET_MS - (performance.now() - held.at)))
 }
 
-/** The next waiting call is let in on a macrotask of its own, so the event loop runs in between. */
+/** Whether a slice runs now: it lets the next waiting calls in itself. */
+let slicing = false
+
+/**
+ * Lets `grant`'s call in, then, while this macrotask has taken less than SLICE_MS, each next waiting call whose turn
+ * can be had (the calls before it gave theirs back, most by ending at once); the rest wait for a macrotask.
+ */
+const slice = (grant: () => void) => () => {
+  const until = performance.now() + SLICE_MS
+  slicing = true
+  try {
+    grant()
+    while (holding < AT_ONCE && queued.length > 0 && performance.now() < until) {
+      holding++
+      queued.shift()!()
+    }
+  } finally {
+    slicing = false
+  }
+  next()
+}
+
+/** The next waiting calls are let in on a macrotask (in slices), so the event loop runs in between. */
 const next = () => {
+  if (slicing) return
   while (holding < AT_ONCE && queued.length > 0) {
     holding++
-    const grant = queued.shift()!
-    setImmediate(grant)
+    setImmediate(slice(queued.shift()!))
   }
 }
 
@@ -76,8 +107,9 @@ const admit: Effect.Effect<() => void> = Effect.callback<() => void>((resume) =>
     // Granted but interrupted before this macrotask ran: the turn goes straight to the next call.
     if (cancelled) return end()
     granted = true
-    arm(BUDGET_MS)
     resume(Effect.succeed(end))
+    // Its budget only if it still holds the turn (it ended at once, as most do: no timer to make and clear).
+    arm(BUDGET_MS)
   }
   queued.push(grant)
   next()

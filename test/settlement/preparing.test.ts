@@ -108,6 +108,45 @@ test("the event loop runs between two turns: a timer due meanwhile fires before 
   )
 })
 
+test("a burst of calls that end at once is let in a slice at a time: one macrotask each SLICE_MS, not one per call", async () => {
+  // The event loop's turns, counted by a macrotask that schedules itself again.
+  let loops = 0
+  let counting = true
+  const count = () => {
+    loops++
+    if (counting) setImmediate(count)
+  }
+  /** A burst of `calls` calls, each taking `ms` of processor work in its turn: the loop's turn each was let in on. */
+  const burst = (calls: number, ms: number) =>
+    Effect.gen(function* () {
+      const open = yield* Deferred.make<void>()
+      yield* Deferred.succeed(open, undefined)
+      const on: Array<number> = []
+      const fibers = yield* Effect.forEach(Array.from({ length: calls }, (_, index) => index), () =>
+        Effect.forkDetach(
+          Preparing.gated(
+            Effect.sync(() => {
+              on.push(loops)
+              for (const until = performance.now() + ms; performance.now() < until; );
+            }),
+          ),
+          { startImmediately: true },
+        ),
+      )
+      yield* Fiber.joinAll(fibers)
+      return new Set(on).size
+    })
+  setImmediate(count)
+  const [quick, slow] = await Effect.runPromise(Effect.all([burst(60, 0), burst(20, Preparing.SLICE_MS / 2)]))
+  counting = false
+  // 60 quick calls: the one alone at once, the rest in a slice or two (each took a loop's turn of its own before:
+  // about 30 turns, two calls a turn); a few more where a loaded machine makes them slower.
+  expect(quick).toBeLessThanOrEqual(6)
+  // 20 calls of half a slice each: each turn of the loop runs at most AT_ONCE slices, each of at most three such
+  // calls (two within SLICE_MS, and the one that crosses it), the event loop running in between.
+  expect(slow).toBeGreaterThanOrEqual(Math.ceil(20 / (Preparing.AT_ONCE * 3)))
+})
+
 /** One macrotask: a turn may be granted at once again after it. */
 const macrotask = Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
 
