@@ -111,7 +111,7 @@ export interface LocationNames {
  * to that real path, else it is refused: a command of a Location holding another served one (where no mount namespace
  * keeps that one in place) can rename it away and leave in its place a link to a folder of the model's, which a
  * request naming it would load, tools and all, into core. The guard puts it back once the command ends, and the name
- * is served again. (Another directory moved to the very path is that Location's to the guard, which holds back its
+ * is served again. A name is remembered as the kernel reads it (`a/sub/`, `a//sub` and `a/./sub` are `a/sub`). (Another directory moved to the very path is that Location's to the guard, which holds back its
  * loads while a command runs and undoes the move.) The roots are remembered from the start.
  */
 export const locationNames = (roots: ReadonlyArray<string>): LocationNames => {
@@ -122,7 +122,7 @@ export const locationNames = (roots: ReadonlyArray<string>): LocationNames => {
   }
   for (const root of roots) {
     const real = realDirectory(root)
-    if (typeof real === "string") remember(root, real)
+    if (typeof real === "string") remember(spelled(root), real)
   }
   return {
     check: (requested) => {
@@ -139,7 +139,8 @@ export const locationNames = (roots: ReadonlyArray<string>): LocationNames => {
             `--allow-root to allow it`,
         }
       }
-      const before = first.get(requested)
+      const name = spelled(requested)
+      const before = first.get(name)
       if (before !== undefined && before !== real) {
         return {
           _tag: "Replaced",
@@ -151,12 +152,18 @@ export const locationNames = (roots: ReadonlyArray<string>): LocationNames => {
         }
       }
       // Moved to the newest end: the names used least recently are the ones forgotten.
-      first.delete(requested)
-      remember(requested, real)
+      first.delete(name)
+      remember(name, real)
       return { _tag: "Allowed", directory: real }
     },
   }
 }
+
+/**
+ * A name as the kernel reads it, whatever way it is written: without empty and `.` components (`a//b`, `a/./b`,
+ * `a/b/`, `a/b/.` are `a/b`). `..` stays: after a symbolic link it is the link target's parent, not the name's.
+ */
+const spelled = (name: string): string => `/${name.split("/").filter((part) => part !== "" && part !== ".").join("/")}`
 
 /** Linux's O_PATH: a descriptor that names a file (here, a directory), without opening it for reading. */
 const O_PATH = 0o10000000

@@ -276,6 +276,10 @@ describe("Security", () => {
       const refused = names.check(sub)
       expect(refused._tag).toBe("Replaced")
       expect((refused as { message: string }).message).toContain(`now leads to ${join(root, "evil")}, not to ${sub} as when first served`)
+      // Written another way, the same name as the kernel reads it: refused too.
+      for (const spelling of [`${sub}/`, `${sub}/.`, sub.replace("/a/", "//a/"), sub.replace("/a/", "/a/./")]) {
+        expect([spelling, names.check(spelling)._tag]).toEqual([spelling, "Replaced"])
+      }
       // A folder on the way renamed and linked instead: the same.
       rmSync(sub)
       renameSync(`${sub}.old`, sub)
