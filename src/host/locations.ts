@@ -18,6 +18,7 @@ import { Discovery } from "../location/discovery"
 import { Skills } from "../location/skills"
 import { Plugins } from "../plugin/plugins"
 import { Registry } from "../registry/registry"
+import { Guard } from "../shell/guard"
 import type { Activity } from "./activity"
 import { Host } from "./host"
 import { Served } from "./served"
@@ -98,6 +99,20 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   // Built in a fiber of its own: a client that goes away mid-build does not fail the build for others waiting.
   const build = (entry: Kept) =>
     Effect.gen(function* () {
+      // Served from now on: a command already running that may write it was not told of it as it started. It is
+      // guarded from such a command from now (what the command changes of its configuration is taken out once it
+      // ends), and loaded once the command has ended.
+      const refused = Guard.adopt(entry.directory)
+      if (refused !== undefined) {
+        return yield* new Config.ConfigError({
+          file: entry.directory,
+          path: "",
+          expected: "the Location as it was when a command running in a Location holding it started",
+          found: "a folder on its way, or core's configuration in it, changed by that command",
+          message: refused,
+        })
+      }
+      yield* Effect.promise(() => Guard.idle(entry.directory))
       const config = yield* Host.loadConfig(entry.directory, options.home)
       const locationScope = yield* Scope.fork(scope)
       const served = yield* Served.make({ ...options, directory: entry.directory, config, locations, applicationWarned }).pipe(

@@ -232,6 +232,18 @@ const setAside = (path: string, target: string | undefined): void => {
 const running = new Map<string, number>()
 const waiting = new Map<string, Array<() => void>>()
 
+/** A command guarded now in this process: whether it may write a place, and how it guards one more Location. */
+interface Guarding {
+  readonly reaches: (path: string) => boolean
+  /** Guards `location` (real) too, from now until the command ends; answers why it cannot (or undefined). */
+  readonly adopt: (location: string) => string | undefined
+}
+
+/** The commands guarded now in this process (not the Locations adopted by one: see `adopt`). */
+const guarding = new Set<Guarding>()
+/** Set while a command adopts a Location: that guard is the command's, not one of its own. */
+let adopting = false
+
 /**
  * What the earliest command still running found at each path a guard holds or notes (the folders on the way to a
  * Location, a repository's .git, core's configuration, where a .git above it would be), and how many running
@@ -1224,6 +1236,9 @@ export const begin = (
       rmSync(recorded, { force: true })
       ownRunning.delete(recorded)
     }
+    // The Locations first served while it ran, last: what it changed of their configuration since.
+    guarding.delete(self)
+    for (const guarded of adopted.splice(0)) undone.push(...guarded.finish(false).paths)
     removed = {
       paths: undone,
       keptIn: undone.length === 0 ? undefined : keptIn,
@@ -1234,6 +1249,26 @@ export const begin = (
     leave()
     return removed
   }
+  /** The guards of the Locations first served while it runs (see `adopt`), kept with the command's own. */
+  const adopted: Array<Guarded> = []
+  const adoptedKeys = new Set<string>()
+  const self: Guarding = {
+    reaches: (path) => !keys.includes(path) && !adoptedKeys.has(path) && writableHere(path),
+    adopt: (location) => {
+      adopting = true
+      let guarded: Guarded
+      try {
+        guarded = begin(location, keptIn, [], true, [], home, records)
+      } finally {
+        adopting = false
+      }
+      if (guarded.refused !== undefined) return guarded.refused
+      adopted.push(guarded)
+      adoptedKeys.add(location)
+      return undefined
+    },
+  }
+  if (!adopting) guarding.add(self)
   const mountedEntries = entries.filter((entry) => entry.before !== undefined && entry.mounted)
   return {
     readOnly: mountedEntries.map((entry) => entry.path),
@@ -1794,6 +1829,25 @@ const changedInside = (
 }
 
 /** Resolves once no guarded command of `location` runs (at once when none does). */
+/**
+ * Guards `location`, a Location served from now on, against every command running in this process that may write it
+ * (in its own Location or another it guards, a folder granted to it, the temp directory) and was not told of it when
+ * it started: from now until each ends, as a command of `location` where no mount namespace keeps anything read-only
+ * (what it holds of core's configuration noted now, and what a command changes of it taken out once the command has
+ * ended); meanwhile `location` is busy (`idle` waits, and with it hot reload). Without this, a command started before a
+ * host first named a Location inside its own could write tools there that a reload then ran in core. Answers why it
+ * cannot be guarded (another command's swap stands: see `Guarded.refused`), or undefined.
+ */
+export const adopt = (location: string): string | undefined => {
+  const key = realOf(location)
+  for (const command of [...guarding]) {
+    if (!command.reaches(key)) continue
+    const refused = command.adopt(key)
+    if (refused !== undefined) return refused
+  }
+  return undefined
+}
+
 export const idle = (location: string): Promise<void> => {
   const key = realOf(location)
   if (!running.has(key)) return Promise.resolve()

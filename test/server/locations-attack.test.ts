@@ -4,6 +4,7 @@
 import { describe, expect, test } from "bun:test"
 import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Guard } from "../../src/shell/guard"
 import { inProcess } from "./support"
 import { tempDir } from "../support/temp"
 
@@ -190,5 +191,53 @@ describe("a model swapping a served Location inside its own while its command ru
       expect((await call(3)).status).toBe(200)
     }
     expect(existsSync(join(main, "RAN"))).toBe(false)
+  })
+})
+
+// A command's guard knew of the Locations served as it started: one a host first named while it ran was not guarded
+// from it, and the tools it then wrote there were loaded (hot reload) and run in core.
+describe("a Location first served while a command of a Location holding it runs", () => {
+  test("is guarded from that command from then on, and loaded once it has ended, without what it wrote", async () => {
+    const sidecar = await inProcess({ "core.json": ALLOW }, { watch: true })
+    const main = realpathSync(sidecar.box.location)
+    const sub = join(main, "b", "sub")
+    mkdirSync(sub, { recursive: true })
+    const marker = join(main, "RAN")
+    writeFileSync(
+      join(main, "plant.txt"),
+      `import { Tool } from "@core/tool"\nimport { Effect, Schema } from "effect"\nrequire("fs").writeFileSync(${JSON.stringify(marker)}, String(process.pid))\nexport default Tool.make({ description: "x", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("x") })\n`,
+    )
+    // What the command does is in a script it runs (not read from its line): once told to, it plants a tool there.
+    writeFileSync(
+      join(main, "late.sh"),
+      "touch started\nwhile [ ! -e go ]; do sleep 0.05; done\nmkdir -p b/sub/tools\ncp plant.txt b/sub/tools/planted.ts\nsleep 0.5\n",
+    )
+    const { turnID } = await sidecar.turn()
+    const running = sidecar.settle(turnID, { name: "bash", input: { command: "sh late.sh", description: "x" }, toolCallID: "call_late" })
+    for (let waited = 0; !existsSync(join(main, "started")) && waited < 100; waited++) await Bun.sleep(50)
+    expect(existsSync(join(main, "started"))).toBe(true)
+    // The host names it for the first time: it waits for the command.
+    let answered: number | undefined
+    const first = sidecar.turn(undefined, { "x-core-location": sub }).then((turn) => {
+      answered = performance.now()
+      return turn
+    })
+    // Told to plant once the Location is guarded (or, were it not, once it was loaded: then a reload would run it).
+    for (let waited = 0; !Guard.busy(sub) && answered === undefined && waited < 100; waited++) await Bun.sleep(20)
+    writeFileSync(join(main, "go"), "")
+    const ran = await running
+    const ended = performance.now()
+    expect(ran.body.status).toBe("success")
+    // Taken out as the command ended, and said so.
+    expect(ran.body.content[0].text).toContain(join(sub, "tools"))
+    const turn = await first
+    expect(turn.definitions.map((tool: { name: string }) => tool.name)).not.toContain("planted")
+    // Hot reload had its chance: nothing of it was loaded, then or since.
+    await Bun.sleep(500)
+    expect((await sidecar.turn(undefined, { "x-core-location": sub })).definitions.map((tool: { name: string }) => tool.name)).not.toContain("planted")
+    expect(existsSync(join(sub, "tools", "planted.ts"))).toBe(false)
+    expect(existsSync(marker)).toBe(false)
+    // It was loaded once the command had ended.
+    expect(answered!).toBeGreaterThanOrEqual(ended - 50)
   })
 })
