@@ -454,6 +454,9 @@ export const run = async (args: ReadonlyArray<string>): Promise<number | undefin
     const absolute = resolve(flags.location ?? ".")
     if (!statSync(absolute).isDirectory()) return undefined
     location = realpathSync(absolute)
+    // Named through a link, which a command may have left in place of a served Location it renamed away: in
+    // process, where the name is resolved again once no command of that Location runs (Host.prepare).
+    if (location !== absolute) return undefined
   } catch {
     return undefined
   }

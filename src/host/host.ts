@@ -141,26 +141,37 @@ Discovery.gateImports((location, file, load) =>
  * planted, a ConfigError saying so.
  */
 export const loadConfig = (directory: string, home: string, guards?: string) =>
-  LoadGate.loading(directory, Config.load({ location: directory, home }), guards).pipe(
-    Effect.catchTag("LoadGate.Stale", (stale) =>
-      Effect.fail(
-        new Config.ConfigError({
-          file: stale.file,
-          path: "",
-          expected: "the Location as it was when a command started",
-          found: "paths changed by a command of a core process that was stopped",
-          message: stale.message,
-        }),
-      ),
-    ),
+  LoadGate.loading(directory, Config.load({ location: directory, home }), guards).pipe(Effect.catchTag("LoadGate.Stale", staleConfig))
+
+/** A load refused where a dead core's command may have left what it planted: a ConfigError saying so. */
+const staleConfig = (stale: LoadGate.Stale) =>
+  Effect.fail(
+    new Config.ConfigError({
+      file: stale.file,
+      path: "",
+      expected: "the Location as it was when a command started",
+      found: "paths changed by a command of a core process that was stopped",
+      message: stale.message,
+    }),
   )
 
 export const prepare = (environment: Environment, location: string) =>
   Effect.gen(function* () {
-    const directory = yield* Location.check(location)
-    const config = yield* loadConfig(directory, environment.home, LoadGate.directoryOf({ CORE_DATA_DIR: environment.dataDir }))
+    const guards = LoadGate.directoryOf({ CORE_DATA_DIR: environment.dataDir })
+    let directory = yield* Location.check(location)
+    // Named through a link: where no mount namespace holds a served Location in place, a command of one holding it
+    // can rename it away and leave a link to a folder of the model's, which would be loaded here. The name is
+    // resolved again once no command of the Location it names (as written) runs in any core process, as the guard
+    // has put it back by then.
+    const named = resolve(location)
+    if (named !== directory) directory = yield* loadingName(named, Location.check(location), guards)
+    const config = yield* loadConfig(directory, environment.home, guards)
     return { directory, config } satisfies Prepared
   })
+
+/** `check` (of the name `named`) under its Location's lock, as loadConfig takes it. */
+const loadingName = (named: string, check: Effect.Effect<string, Location.LocationError>, guards: string) =>
+  LoadGate.loading(named, check, guards).pipe(Effect.catchTag("LoadGate.Stale", staleConfig))
 
 /** What a Location's services are wired from: its real directory, its configuration, where managed outputs are. */
 export interface Settings {

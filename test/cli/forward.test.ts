@@ -373,17 +373,40 @@ describe("the default data directory", () => {
   })
 })
 
+/** A Location `project` with an echo tool inside `root`'s. */
+const nestedIn = (root: Sandbox): string => {
+  const nested = join(root.location, "project")
+  mkdirSync(join(nested, "tools"), { recursive: true })
+  writeFileSync(join(nested, "tools", "echo.ts"), echoTool())
+  return nested
+}
+
 describe("a Location under the serve's --allow-root", () => {
   test("is forwarded with X-Core-Location, and prints as in process", async () => {
     const root = sandbox({})
-    const nested = join(root.location, "project")
-    mkdirSync(join(nested, "tools"), { recursive: true })
-    writeFileSync(join(nested, "tools", "echo.ts"), echoTool())
+    const nested = nestedIn(root)
     const box: Sandbox = { ...root, location: nested }
     const sidecar = await serve(root, ["--allow-root", root.location])
     const { forwarded, inProcess, reached } = await both(box, sidecar, "echo", { text: "nested" })
     expect(reached).toEqual({ forwarded: true, inProcess: false })
     expect(forwarded).toEqual(inProcess)
+  })
+})
+
+describe("a Location named through a symbolic link", () => {
+  // A command of a Location holding a served one can rename it away and leave a link to a folder of the model's in
+  // its place (where no mount namespace holds it): forwarded as the real path, the serve loaded that folder.
+  test("is settled in process (which resolves the name again once no command of it runs), and prints the same", async () => {
+    const root = sandbox({})
+    const nested = nestedIn(root)
+    symlinkSync(nested, join(root.location, "linked"))
+    const sidecar = await serve(root, ["--allow-root", root.location])
+    const direct = await both({ ...root, location: nested }, sidecar, "echo", { text: "named" })
+    expect(direct.reached).toEqual({ forwarded: true, inProcess: false })
+    const linked = await both({ ...root, location: join(root.location, "linked") }, sidecar, "echo", { text: "named" })
+    expect(linked.reached).toEqual({ forwarded: false, inProcess: false })
+    expect(linked.forwarded).toEqual(linked.inProcess)
+    expect(linked.forwarded).toEqual(direct.inProcess)
   })
 })
 
