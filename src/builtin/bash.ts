@@ -998,6 +998,7 @@ const makeTool = (services: Builtin.Services) => {
               configuration: [...outside, ...inside].some((check) => check.protected !== undefined),
               // The other Locations this core serves: their configuration is no more the command's to change.
               others: services.permission.protectedRoots.others?.() ?? [],
+              ...(services.permission.protectedRoots.others === undefined ? {} : { servedNow: services.permission.protectedRoots.others }),
               // What the agent's read rules deny is covered for every program the line runs, not only those the
               // operand table knows (where the kernel can: Shell.Sandbox).
               ...(readDenied === undefined ? {} : { readDenied }),

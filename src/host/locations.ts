@@ -102,17 +102,17 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       // Served from now on: a command already running that may write it was not told of it as it started. It is
       // guarded from such a command from now (what the command changes of its configuration is taken out once it
       // ends), and loaded once the command has ended.
-      const refused = Guard.adopt(entry.directory)
-      if (refused !== undefined) {
+      const adopted = Guard.adopt(entry.directory)
+      if ("refused" in adopted) {
         return yield* new Config.ConfigError({
           file: entry.directory,
           path: "",
           expected: "the Location as it was when a command running in a Location holding it started",
           found: "a folder on its way, or core's configuration in it, changed by that command",
-          message: refused,
+          message: adopted.refused,
         })
       }
-      yield* Effect.promise(() => Guard.idle(entry.directory))
+      yield* Effect.promise(() => adopted.ended)
       const config = yield* Host.loadConfig(entry.directory, options.home)
       const locationScope = yield* Scope.fork(scope)
       const served = yield* Served.make({ ...options, directory: entry.directory, config, locations, applicationWarned }).pipe(

@@ -235,9 +235,15 @@ const waiting = new Map<string, Array<() => void>>()
 /** A command guarded now in this process: whether it may write a place, and how it guards one more Location. */
 interface Guarding {
   readonly reaches: (path: string) => boolean
-  /** Guards `location` (real) too, from now until the command ends; answers why it cannot (or undefined). */
-  readonly adopt: (location: string) => string | undefined
+  /**
+   * Guards `location` (real) too, from now until the command ends (`ended`: once its guard has undone what the
+   * command changed there); or why it cannot.
+   */
+  readonly adopt: (location: string) => Adopted
 }
+
+/** A Location adopted: settled once every command that adopted it has ended; or why one could not. */
+export type Adopted = { readonly ended: Promise<void> } | { readonly refused: string }
 
 /** The commands guarded now in this process (not the Locations adopted by one: see `adopt`). */
 const guarding = new Set<Guarding>()
@@ -1238,7 +1244,10 @@ export const begin = (
     }
     // The Locations first served while it ran, last: what it changed of their configuration since.
     guarding.delete(self)
-    for (const guarded of adopted.splice(0)) undone.push(...guarded.finish(false).paths)
+    for (const { guarded, ended } of adopted.splice(0)) {
+      undone.push(...guarded.finish(false).paths)
+      ended()
+    }
     removed = {
       paths: undone,
       keptIn: undone.length === 0 ? undefined : keptIn,
@@ -1249,8 +1258,8 @@ export const begin = (
     leave()
     return removed
   }
-  /** The guards of the Locations first served while it runs (see `adopt`), kept with the command's own. */
-  const adopted: Array<Guarded> = []
+  /** The guards of the Locations first served while it runs (see `adopt`), ended with the command's own. */
+  const adopted: Array<{ readonly guarded: Guarded; readonly ended: () => void }> = []
   const adoptedKeys = new Set<string>()
   const self: Guarding = {
     reaches: (path) => !keys.includes(path) && !adoptedKeys.has(path) && writableHere(path),
@@ -1258,14 +1267,18 @@ export const begin = (
       adopting = true
       let guarded: Guarded
       try {
-        guarded = begin(location, keptIn, [], true, [], home, records)
+        // What the command may write is where what the Location's tools import may be changed (and undone).
+        guarded = begin(location, keptIn, [], true, [...keys, ...granted], home, records, [])
       } finally {
         adopting = false
       }
-      if (guarded.refused !== undefined) return guarded.refused
-      adopted.push(guarded)
+      if (guarded.refused !== undefined) return { refused: guarded.refused }
       adoptedKeys.add(location)
-      return undefined
+      return {
+        ended: new Promise<void>((ended) => {
+          adopted.push({ guarded, ended })
+        }),
+      }
     },
   }
   if (!adopting) guarding.add(self)
@@ -1832,20 +1845,24 @@ const changedInside = (
 /**
  * Guards `location`, a Location served from now on, against every command running in this process that may write it
  * (in its own Location or another it guards, a folder granted to it, the temp directory) and was not told of it when
- * it started: from now until each ends, as a command of `location` where no mount namespace keeps anything read-only
- * (what it holds of core's configuration noted now, and what a command changes of it taken out once the command has
- * ended); meanwhile `location` is busy (`idle` waits, and with it hot reload). Without this, a command started before a
- * host first named a Location inside its own could write tools there that a reload then ran in core. Answers why it
- * cannot be guarded (another command's swap stands: see `Guarded.refused`), or undefined.
+ * its guard began: from now until each ends, as a command of `location` where no mount namespace keeps anything
+ * read-only (what it holds of core's configuration, and the files its tools import in places the command may write,
+ * noted now; what the command changes of them taken out once it has ended); meanwhile `location` is busy (`idle`
+ * waits, and with it hot reload). Without this, a command started before a host first named a Location inside its own
+ * could write tools there that a reload then ran in core. Answers once those commands have ended (what a load must
+ * wait for: a command started since knows of `location`), or why one cannot guard it (another command's swap stands:
+ * see `Guarded.refused`).
  */
-export const adopt = (location: string): string | undefined => {
+export const adopt = (location: string): Adopted => {
   const key = realOf(location)
+  const ended: Array<Promise<void>> = []
   for (const command of [...guarding]) {
     if (!command.reaches(key)) continue
-    const refused = command.adopt(key)
-    if (refused !== undefined) return refused
+    const adopted = command.adopt(key)
+    if ("refused" in adopted) return adopted
+    ended.push(adopted.ended)
   }
-  return undefined
+  return { ended: Promise.all(ended).then(() => undefined) }
 }
 
 export const idle = (location: string): Promise<void> => {

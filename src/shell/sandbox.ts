@@ -40,6 +40,11 @@ export interface Policy {
    */
   readonly others?: ReadonlyArray<string>
   /**
+   * The Locations this core serves now, read again as the command's guard begins: one first served while the call
+   * waited its turn (a slot, a load under way) is guarded as `others` are.
+   */
+  readonly servedNow?: () => ReadonlyArray<string>
+  /**
    * The calling agent's `read` rules as a test of a real path (true: denied), when any rule denies a read: what
    * they deny inside the Location and the approved directories is covered in the command's mount namespace.
    */

@@ -824,14 +824,27 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
     }
     const guarding = supervised && guards && request.sandbox !== undefined && request.sandbox.configuration !== true
     // No core process loads the Locations' configuration from before the guard looks until it has undone what the
-    // command left (LoadGate); a load under way is waited for.
-    const letGo = guarding
-      ? yield* Effect.promise((signal) =>
-          LoadGate.command([request.sandbox!.location, ...(request.sandbox!.others ?? [])].map(Landlock.real), guardRecords, signal),
-        )
-      : undefined
+    // command left (LoadGate); a load under way is waited for. The Locations served are read again once the locks
+    // are held, until none was first served meanwhile: the guard begins (at once after the last reading) with them all.
+    const servedNow = () => request.sandbox!.servedNow?.() ?? request.sandbox!.others ?? []
+    let others: ReadonlyArray<string> = guarding ? servedNow() : []
+    const held: Array<() => void> = []
+    let locking = guarding ? [request.sandbox!.location, ...others] : []
+    while (locking.length > 0) {
+      const keys = locking.map(Landlock.real)
+      // Interrupted while it waits for more, what it holds already is let go (each wait lets go of its own).
+      held.push(
+        yield* Effect.promise((signal) => LoadGate.command(keys, guardRecords, signal)).pipe(
+          Effect.onInterrupt(() => Effect.sync(() => held.splice(0).forEach((release) => release()))),
+        ),
+      )
+      const now = servedNow()
+      locking = now.filter((location) => !others.includes(location))
+      others = now
+    }
+    const letGo = guarding ? () => held.splice(0).forEach((release) => release()) : undefined
     const guarded = guarding
-      ? Guard.begin(request.sandbox!.location, keeping, request.sandbox!.others, !mounts(), prepared?.grants?.write, undefined, guardRecords, prepared?.granted)
+      ? Guard.begin(request.sandbox!.location, keeping, others, !mounts(), prepared?.grants?.write, undefined, guardRecords, prepared?.granted)
       : undefined
     // Another command still running swapped what this one's guard would take for the Location's: not started.
     if (guarded?.refused !== undefined) {

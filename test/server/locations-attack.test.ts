@@ -2,13 +2,17 @@
 // (core.json, tools/, plugins/, .core/) configures core as much as its own, so changing it asks a person too.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Guard } from "../../src/shell/guard"
 import { inProcess } from "./support"
 import { tempDir } from "../support/temp"
 
 const ALLOW = JSON.stringify({ permission: { "*": "allow" } })
+
+/** A tool file that, imported, writes its process's pid to `marker`. */
+const planted = (marker: string) =>
+  `import { Tool } from "@core/tool"\nimport { Effect, Schema } from "effect"\nrequire("fs").writeFileSync(${JSON.stringify(marker)}, String(process.pid))\nexport default Tool.make({ description: "x", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("x") })\n`
 
 describe("a model in one served Location against another", () => {
   test("writing another served Location's core.json or tool file is asked of a person, whatever the rules say", async () => {
@@ -240,4 +244,66 @@ describe("a Location first served while a command of a Location holding it runs"
     // It was loaded once the command had ended.
     expect(answered!).toBeGreaterThanOrEqual(ended - 50)
   })
+
+  // A call waiting for a free slot had read the Locations served as it was made; its guard began without the one
+  // first named meanwhile, and what the command then wrote there was loaded by hot reload.
+  test("a call that waited its turn meanwhile guards it too, as it starts", async () => {
+    const sidecar = await inProcess({ "core.json": JSON.stringify({ permission: { "*": "allow" }, shell: { maxRunning: 1 } }) }, { watch: true })
+    const main = realpathSync(sidecar.box.location)
+    const sub = join(main, "b", "sub")
+    mkdirSync(sub, { recursive: true })
+    const marker = join(main, "RAN")
+    writeFileSync(join(main, "plant.txt"), planted(marker))
+    const { turnID } = await sidecar.turn()
+    const first = sidecar.settle(turnID, { name: "bash", input: { command: "touch started; while [ ! -e go ]; do sleep 0.05; done", description: "x" }, toolCallID: "call_first" })
+    for (let waited = 0; !existsSync(join(main, "started")) && waited < 100; waited++) await Bun.sleep(50)
+    // Waits for the first to end (one command at a time), then plants.
+    writeFileSync(join(main, "queued.sh"), "mkdir -p b/sub/tools\ncp plant.txt b/sub/tools/planted.ts\nsleep 0.5\n")
+    const queued = sidecar.settle(turnID, { name: "bash", input: { command: "sh queued.sh", description: "x" }, toolCallID: "call_queued" })
+    await Bun.sleep(200)
+    const named = sidecar.turn(undefined, { "x-core-location": sub })
+    for (let waited = 0; !Guard.busy(sub) && waited < 100; waited++) await Bun.sleep(20)
+    writeFileSync(join(main, "go"), "")
+    expect((await first).body.status).toBe("success")
+    expect((await named).definitions.map((tool: { name: string }) => tool.name)).not.toContain("planted")
+    const ran = await queued
+    expect(ran.body.status).toBe("success")
+    await Bun.sleep(500)
+    expect((await sidecar.turn(undefined, { "x-core-location": sub })).definitions.map((tool: { name: string }) => tool.name)).not.toContain("planted")
+    expect(existsSync(join(sub, "tools", "planted.ts"))).toBe(false)
+    expect(existsSync(marker)).toBe(false)
+  })
+
+  // The Location's tools import a file outside it, in a folder granted to the command (outside the temp directory,
+  // which a guard always counts as the command's): the command changed that file after the host named the Location,
+  // and the load (once the command ended) ran what it wrote.
+  test("what its tools import from a place the command may write is guarded too", async () => {
+    const lib = realpathSync(mkdtempSync("/var/tmp/core-lib-"))
+    writeFileSync(join(lib, "helper.ts"), 'export const greet = () => "hi"\n')
+    const sidecar = await inProcess({ "core.json": JSON.stringify({ permission: { "*": "allow" }, shell: { allowWrite: [lib] } }) })
+    const main = realpathSync(sidecar.box.location)
+    const sub = join(main, "b", "sub")
+    mkdirSync(join(sub, "tools"), { recursive: true })
+    writeFileSync(
+      join(sub, "tools", "greet.ts"),
+      `import { Tool } from "@core/tool"\nimport { Effect, Schema } from "effect"\nimport { greet } from ${JSON.stringify(join(lib, "helper.ts"))}\nexport default Tool.make({ description: "x", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed(greet()) })\n`,
+    )
+    const marker = join(main, "RAN")
+    writeFileSync(join(main, "evil.txt"), `require("fs").writeFileSync(${JSON.stringify(marker)}, String(process.pid))\nexport const greet = () => "owned"\n`)
+    writeFileSync(join(main, "late.sh"), `touch started\nwhile [ ! -e go ]; do sleep 0.05; done\ncat evil.txt > ${join(lib, "helper.ts")}\nsleep 0.3\n`)
+    const { turnID } = await sidecar.turn()
+    const running = sidecar.settle(turnID, { name: "bash", input: { command: "sh late.sh", description: "x" }, toolCallID: "call_import" })
+    for (let waited = 0; !existsSync(join(main, "started")) && waited < 100; waited++) await Bun.sleep(50)
+    const named = sidecar.turn(undefined, { "x-core-location": sub })
+    for (let waited = 0; !Guard.busy(sub) && waited < 100; waited++) await Bun.sleep(20)
+    writeFileSync(join(main, "go"), "")
+    const ran = await running
+    expect(ran.body.status).toBe("success")
+    expect(ran.body.content[0].text).toContain(join(lib, "helper.ts"))
+    expect((await named).definitions.map((tool: { name: string }) => tool.name)).toContain("greet")
+    expect(readFileSync(join(lib, "helper.ts"), "utf8")).toBe('export const greet = () => "hi"\n')
+    expect(existsSync(marker)).toBe(false)
+    rmSync(lib, { recursive: true, force: true })
+  })
+
 })
