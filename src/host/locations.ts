@@ -91,6 +91,16 @@ export const make = Effect.fnUntraced(function* (options: Options) {
    * running what its tools/ then hold: a model's change made while it was let go would run.
    */
   const asked = new Set<string>()
+  /** Locations that could not be guarded from a command running as they were first named, and what to do. */
+  const unguarded = new Map<string, string>()
+  const unguardable = (directory: string, message: string) =>
+    new Config.ConfigError({
+      file: directory,
+      path: "",
+      expected: "a Location core could guard from the commands running as it was first named",
+      found: "a command that may write it, which core could not guard it from",
+      message,
+    })
   const locations = () => [...asked]
   /** Whether the application's tools reported a diagnostic when first loaded (later ones reach each Location). */
   let homeWarned = false
@@ -102,15 +112,17 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       // Served from now on: a command already running that may write it was not told of it as it started. It is
       // guarded from such a command from now (what the command changes of its configuration is taken out once it
       // ends), and loaded once the command has ended.
+      // One that could not be guarded stays refused: once the command has ended, nothing would undo what it wrote.
+      const refused = unguarded.get(entry.directory)
+      if (refused !== undefined) return yield* unguardable(entry.directory, refused)
       const adopted = Guard.adopt(entry.directory)
       if ("refused" in adopted) {
-        return yield* new Config.ConfigError({
-          file: entry.directory,
-          path: "",
-          expected: "the Location as it was when a command running in a Location holding it started",
-          found: "a folder on its way, or core's configuration in it, changed by that command",
-          message: adopted.refused,
-        })
+        const message =
+          `core could not guard ${entry.directory} from a command running in a Location holding it as it was first ` +
+          `named, so it is not served by this core serve: look at what is in it (its core.json, tools/ and plugins/, ` +
+          `and what they import), then restart core serve to serve it. Why: ${adopted.refused}`
+        unguarded.set(entry.directory, message)
+        return yield* unguardable(entry.directory, message)
       }
       yield* Effect.promise(() => adopted.ended)
       const config = yield* Host.loadConfig(entry.directory, options.home)

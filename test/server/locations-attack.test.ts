@@ -306,4 +306,31 @@ describe("a Location first served while a command of a Location holding it runs"
     rmSync(lib, { recursive: true, force: true })
   })
 
+
+  // A command made the new Location's walk fail (a folder core cannot list), so no guard could be had: the host was
+  // refused, named it again once the command had ended, and what the command had written meanwhile was loaded.
+  test("one that could not be guarded stays refused by this serve, even once the command has ended", async () => {
+    const sidecar = await inProcess({ "core.json": ALLOW })
+    const main = realpathSync(sidecar.box.location)
+    const sub = join(main, "b", "sub")
+    mkdirSync(sub, { recursive: true })
+    const marker = join(main, "RAN")
+    writeFileSync(join(main, "plant.txt"), planted(marker))
+    writeFileSync(
+      join(main, "late.sh"),
+      "mkdir \"b/sub/$(printf '\\377')\"\ntouch started\nwhile [ ! -e go ]; do sleep 0.05; done\nmkdir -p b/sub/tools\ncp plant.txt b/sub/tools/planted.ts\nrmdir \"b/sub/$(printf '\\377')\"\n",
+    )
+    const { turnID } = await sidecar.turn()
+    const running = sidecar.settle(turnID, { name: "bash", input: { command: "sh late.sh", description: "x" }, toolCallID: "call_unlisted" })
+    for (let waited = 0; !existsSync(join(main, "started")) && waited < 100; waited++) await Bun.sleep(50)
+    const refused = await sidecar.json("POST", "/v1/turns", { body: {}, headers: { "x-core-location": sub } })
+    expect(refused.status).toBe(400)
+    expect(refused.body.error.message).toContain("restart core serve to serve it")
+    writeFileSync(join(main, "go"), "")
+    expect((await running).body.status).toBe("success")
+    const again = await sidecar.json("POST", "/v1/turns", { body: {}, headers: { "x-core-location": sub } })
+    expect(again.status).toBe(400)
+    expect(again.body.error.message).toContain(`core could not guard ${sub}`)
+    expect(existsSync(marker)).toBe(false)
+  })
 })
