@@ -1858,11 +1858,28 @@ export const adopt = (location: string): Adopted => {
   const ended: Array<Promise<void>> = []
   for (const command of [...guarding]) {
     if (!command.reaches(key)) continue
+    // What a link there leads to is not noted where no mount holds it: not guarded, so refused.
+    const linked = linkedEntry(key)
+    if (linked !== undefined) {
+      return { refused: `${linked} is a symbolic link, and core cannot guard what it leads to from a command running now` }
+    }
     const adopted = command.adopt(key)
     if ("refused" in adopted) return adopted
     ended.push(adopted.ended)
   }
   return { ended: Promise.all(ended).then(() => undefined) }
+}
+
+/** The first of core's configuration entries in `location` (or a folder on the way to one) that is a symbolic link. */
+const linkedEntry = (location: string): string | undefined => {
+  for (const entry of Protected.LOCATION_ENTRIES) {
+    let path = location
+    for (const part of entry.split("/")) {
+      path = join(path, part)
+      if (lstat(path)?.isSymbolicLink() === true) return path
+    }
+  }
+  return undefined
 }
 
 export const idle = (location: string): Promise<void> => {

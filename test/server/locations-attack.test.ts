@@ -333,4 +333,28 @@ describe("a Location first served while a command of a Location holding it runs"
     expect(again.body.error.message).toContain(`core could not guard ${sub}`)
     expect(existsSync(marker)).toBe(false)
   })
+
+  // Its tools/ a link to a folder the command may write (made before it was named, empty then): the command wrote a
+  // tool there after, which the guard, noting the link and not what it leads to, left, and the load ran.
+  test("one whose tools/, plugins/ or core.json is a link is not guarded so: refused", async () => {
+    const sidecar = await inProcess({ "core.json": ALLOW })
+    const main = realpathSync(sidecar.box.location)
+    const sub = join(main, "b", "sub")
+    mkdirSync(sub, { recursive: true })
+    mkdirSync(join(main, "stash"))
+    symlinkSync(join(main, "stash"), join(sub, "tools"))
+    const marker = join(main, "RAN")
+    writeFileSync(join(main, "plant.txt"), planted(marker))
+    writeFileSync(join(main, "late.sh"), "touch started\nwhile [ ! -e go ]; do sleep 0.05; done\ncp plant.txt stash/planted.ts\n")
+    const { turnID } = await sidecar.turn()
+    const running = sidecar.settle(turnID, { name: "bash", input: { command: "sh late.sh", description: "x" }, toolCallID: "call_linked" })
+    for (let waited = 0; !existsSync(join(main, "started")) && waited < 100; waited++) await Bun.sleep(50)
+    const refused = await sidecar.json("POST", "/v1/turns", { body: {}, headers: { "x-core-location": sub } })
+    expect(refused.status).toBe(400)
+    expect(refused.body.error.message).toContain(`${join(sub, "tools")} is a symbolic link`)
+    writeFileSync(join(main, "go"), "")
+    expect((await running).body.status).toBe("success")
+    expect((await sidecar.json("POST", "/v1/turns", { body: {}, headers: { "x-core-location": sub } })).status).toBe(400)
+    expect(existsSync(marker)).toBe(false)
+  })
 })
