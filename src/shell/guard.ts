@@ -1841,7 +1841,6 @@ const changedInside = (
   return taken
 }
 
-/** Resolves once no guarded command of `location` runs (at once when none does). */
 /**
  * Guards `location`, a Location served from now on, against every command running in this process that may write it
  * (in its own Location or another it guards, a folder granted to it, the temp directory) and was not told of it when
@@ -1882,6 +1881,7 @@ const linkedEntry = (location: string): string | undefined => {
   return undefined
 }
 
+/** Resolves once no guarded command of `location` runs (at once when none does). */
 export const idle = (location: string): Promise<void> => {
   const key = realOf(location)
   if (!running.has(key)) return Promise.resolve()
