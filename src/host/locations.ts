@@ -111,8 +111,8 @@ export const make = Effect.fnUntraced(function* (options: Options) {
     Effect.gen(function* () {
       // Served from now on: a command already running that may write it was not told of it as it started. It is
       // guarded from such a command from now (what the command changes of its configuration is taken out once it
-      // ends), and loaded once the command has ended.
-      // One that could not be guarded stays refused: once the command has ended, nothing would undo what it wrote.
+      // ends), and loaded once the command has ended. One that could not be guarded stays refused: once the command
+      // has ended, nothing would undo what it wrote.
       const refused = unguarded.get(entry.directory)
       if (refused !== undefined) return yield* unguardable(entry.directory, refused)
       const adopted = Guard.adopt(entry.directory)

@@ -1854,14 +1854,14 @@ const changedInside = (
  */
 export const adopt = (location: string): Adopted => {
   const key = realOf(location)
+  const reaching = [...guarding].filter((command) => command.reaches(key))
+  // What a link there leads to is not noted where no mount holds it: not guarded, so refused.
+  const linked = reaching.length === 0 ? undefined : linkedEntry(key)
+  if (linked !== undefined) {
+    return { refused: `${linked} is a symbolic link, and core cannot guard what it leads to from a command running now` }
+  }
   const ended: Array<Promise<void>> = []
-  for (const command of [...guarding]) {
-    if (!command.reaches(key)) continue
-    // What a link there leads to is not noted where no mount holds it: not guarded, so refused.
-    const linked = linkedEntry(key)
-    if (linked !== undefined) {
-      return { refused: `${linked} is a symbolic link, and core cannot guard what it leads to from a command running now` }
-    }
+  for (const command of reaching) {
     const adopted = command.adopt(key)
     if ("refused" in adopted) return adopted
     ended.push(adopted.ended)

@@ -10,6 +10,23 @@ import { tempDir } from "../support/temp"
 
 const ALLOW = JSON.stringify({ permission: { "*": "allow" } })
 
+/** Waits in a script until the test writes `go`. */
+const UNTIL_GO = "while [ ! -e go ]; do sleep 0.05; done\n"
+
+/**
+ * The bash call `sh late.sh` (`script` written there, in the sidecar's Location) in a turn of its own, once its
+ * script has written `started`: what a command does is in a script it runs, not read from its line.
+ */
+const scripted = async (sidecar: Awaited<ReturnType<typeof inProcess>>, script: string, toolCallID: string) => {
+  const main = realpathSync(sidecar.box.location)
+  writeFileSync(join(main, "late.sh"), script)
+  const { turnID } = await sidecar.turn()
+  const running = sidecar.settle(turnID, { name: "bash", input: { command: "sh late.sh", description: "x" }, toolCallID })
+  for (let waited = 0; !existsSync(join(main, "started")) && waited < 100; waited++) await Bun.sleep(50)
+  // Wrapped: an async function's promise would wait for the call's.
+  return { running }
+}
+
 /** A tool file that, imported, writes its process's pid to `marker`. */
 const planted = (marker: string) =>
   `import { Tool } from "@core/tool"\nimport { Effect, Schema } from "effect"\nrequire("fs").writeFileSync(${JSON.stringify(marker)}, String(process.pid))\nexport default Tool.make({ description: "x", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("x") })\n`
@@ -133,10 +150,7 @@ describe("a model swapping a served Location inside its own while its command ru
     expect((await sidecar.turn(undefined, named)).definitions.map((tool) => tool.name)).not.toContain("planted")
     // The model's folder with its tool, written as any file of its Location.
     mkdirSync(join(main, "evil", "tools"), { recursive: true })
-    writeFileSync(
-      join(main, "evil", "tools", "planted.ts"),
-      `import { Tool } from "@core/tool"\nimport { Effect, Schema } from "effect"\nrequire("fs").writeFileSync(${JSON.stringify(join(main, "RAN"))}, String(process.pid))\nexport default Tool.make({ description: "x", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("x") })\n`,
-    )
+    writeFileSync(join(main, "evil", "tools", "planted.ts"), planted(join(main, "RAN")))
     // A script the command runs (what it does is not read from the command line): each swap, then a pause.
     writeFileSync(
       join(main, "swap.pl"),
@@ -174,10 +188,7 @@ describe("a model swapping a served Location inside its own while its command ru
     const call = (n: number) => sidecar.settle(turnID, { name: "read", input: { filePath: join(sub, "tools") }, toolCallID: `call_swapped_${n}` }, named)
     expect((await call(1)).status).toBe(200)
     mkdirSync(join(main, "evil", "tools"), { recursive: true })
-    writeFileSync(
-      join(main, "evil", "tools", "planted.ts"),
-      `import { Tool } from "@core/tool"\nimport { Effect, Schema } from "effect"\nrequire("fs").writeFileSync(${JSON.stringify(join(main, "RAN"))}, String(process.pid))\nexport default Tool.make({ description: "x", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("x") })\n`,
-    )
+    writeFileSync(join(main, "evil", "tools", "planted.ts"), planted(join(main, "RAN")))
     for (const [moved, link] of [[sub, join(main, "evil")], [join(main, "a"), join(main, "evil")]] as const) {
       if (moved !== sub) mkdirSync(join(main, "evil", "sub", "tools"), { recursive: true })
       renameSync(moved, `${moved}.old`)
@@ -207,18 +218,9 @@ describe("a Location first served while a command of a Location holding it runs"
     const sub = join(main, "b", "sub")
     mkdirSync(sub, { recursive: true })
     const marker = join(main, "RAN")
-    writeFileSync(
-      join(main, "plant.txt"),
-      `import { Tool } from "@core/tool"\nimport { Effect, Schema } from "effect"\nrequire("fs").writeFileSync(${JSON.stringify(marker)}, String(process.pid))\nexport default Tool.make({ description: "x", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("x") })\n`,
-    )
-    // What the command does is in a script it runs (not read from its line): once told to, it plants a tool there.
-    writeFileSync(
-      join(main, "late.sh"),
-      "touch started\nwhile [ ! -e go ]; do sleep 0.05; done\nmkdir -p b/sub/tools\ncp plant.txt b/sub/tools/planted.ts\nsleep 0.5\n",
-    )
-    const { turnID } = await sidecar.turn()
-    const running = sidecar.settle(turnID, { name: "bash", input: { command: "sh late.sh", description: "x" }, toolCallID: "call_late" })
-    for (let waited = 0; !existsSync(join(main, "started")) && waited < 100; waited++) await Bun.sleep(50)
+    writeFileSync(join(main, "plant.txt"), planted(marker))
+    // Once told to, the command plants a tool there.
+    const { running } = await scripted(sidecar, `touch started\n${UNTIL_GO}mkdir -p b/sub/tools\ncp plant.txt b/sub/tools/planted.ts\nsleep 0.5\n`, "call_late")
     expect(existsSync(join(main, "started"))).toBe(true)
     // The host names it for the first time: it waits for the command.
     let answered: number | undefined
@@ -290,10 +292,7 @@ describe("a Location first served while a command of a Location holding it runs"
     )
     const marker = join(main, "RAN")
     writeFileSync(join(main, "evil.txt"), `require("fs").writeFileSync(${JSON.stringify(marker)}, String(process.pid))\nexport const greet = () => "owned"\n`)
-    writeFileSync(join(main, "late.sh"), `touch started\nwhile [ ! -e go ]; do sleep 0.05; done\ncat evil.txt > ${join(lib, "helper.ts")}\nsleep 0.3\n`)
-    const { turnID } = await sidecar.turn()
-    const running = sidecar.settle(turnID, { name: "bash", input: { command: "sh late.sh", description: "x" }, toolCallID: "call_import" })
-    for (let waited = 0; !existsSync(join(main, "started")) && waited < 100; waited++) await Bun.sleep(50)
+    const { running } = await scripted(sidecar, `touch started\n${UNTIL_GO}cat evil.txt > ${join(lib, "helper.ts")}\nsleep 0.3\n`, "call_import")
     const named = sidecar.turn(undefined, { "x-core-location": sub })
     for (let waited = 0; !Guard.busy(sub) && waited < 100; waited++) await Bun.sleep(20)
     writeFileSync(join(main, "go"), "")
@@ -316,13 +315,12 @@ describe("a Location first served while a command of a Location holding it runs"
     mkdirSync(sub, { recursive: true })
     const marker = join(main, "RAN")
     writeFileSync(join(main, "plant.txt"), planted(marker))
-    writeFileSync(
-      join(main, "late.sh"),
-      "mkdir \"b/sub/$(printf '\\377')\"\ntouch started\nwhile [ ! -e go ]; do sleep 0.05; done\nmkdir -p b/sub/tools\ncp plant.txt b/sub/tools/planted.ts\nrmdir \"b/sub/$(printf '\\377')\"\n",
+    const unlisted = `"b/sub/$(printf '\\377')"`
+    const { running } = await scripted(
+      sidecar,
+      `mkdir ${unlisted}\ntouch started\n${UNTIL_GO}mkdir -p b/sub/tools\ncp plant.txt b/sub/tools/planted.ts\nrmdir ${unlisted}\n`,
+      "call_unlisted",
     )
-    const { turnID } = await sidecar.turn()
-    const running = sidecar.settle(turnID, { name: "bash", input: { command: "sh late.sh", description: "x" }, toolCallID: "call_unlisted" })
-    for (let waited = 0; !existsSync(join(main, "started")) && waited < 100; waited++) await Bun.sleep(50)
     const refused = await sidecar.json("POST", "/v1/turns", { body: {}, headers: { "x-core-location": sub } })
     expect(refused.status).toBe(400)
     expect(refused.body.error.message).toContain("restart core serve to serve it")
@@ -345,10 +343,7 @@ describe("a Location first served while a command of a Location holding it runs"
     symlinkSync(join(main, "stash"), join(sub, "tools"))
     const marker = join(main, "RAN")
     writeFileSync(join(main, "plant.txt"), planted(marker))
-    writeFileSync(join(main, "late.sh"), "touch started\nwhile [ ! -e go ]; do sleep 0.05; done\ncp plant.txt stash/planted.ts\n")
-    const { turnID } = await sidecar.turn()
-    const running = sidecar.settle(turnID, { name: "bash", input: { command: "sh late.sh", description: "x" }, toolCallID: "call_linked" })
-    for (let waited = 0; !existsSync(join(main, "started")) && waited < 100; waited++) await Bun.sleep(50)
+    const { running } = await scripted(sidecar, `touch started\n${UNTIL_GO}cp plant.txt stash/planted.ts\n`, "call_linked")
     const refused = await sidecar.json("POST", "/v1/turns", { body: {}, headers: { "x-core-location": sub } })
     expect(refused.status).toBe(400)
     expect(refused.body.error.message).toContain(`${join(sub, "tools")} is a symbolic link`)
